@@ -1,0 +1,362 @@
+//! Whole-configuration validation: every known key that is set is parsed and checked (so a
+//! bad value anywhere is reported before anything starts), unknown `spark.*` and `yarn.*`
+//! keys produce warnings with the nearest known key, and a few rules that span several keys
+//! are enforced (the same ones Spark and YARN check at start-up).
+
+use std::fmt;
+
+use super::keys::{self, find_key, known_keys};
+use super::parse::format_duration;
+use super::{ConfError, SparkConf};
+
+/// Something worth telling the user about a configuration that is still usable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfWarning {
+    /// A `spark.*` or `yarn.*` key sparkyard does not know; it is ignored.
+    UnknownKey {
+        /// The key as set.
+        key: String,
+        /// A known key (or key pattern) with a similar name, if one is close enough.
+        suggestion: Option<&'static str>,
+    },
+    /// An older name of a known key; it is still read when the new name is unset.
+    DeprecatedKey {
+        /// The older name as set.
+        key: String,
+        /// The current name.
+        replacement: &'static str,
+    },
+}
+
+impl ConfWarning {
+    /// The key the warning is about.
+    pub fn key(&self) -> &str {
+        match self {
+            ConfWarning::UnknownKey { key, .. } | ConfWarning::DeprecatedKey { key, .. } => key,
+        }
+    }
+}
+
+impl fmt::Display for ConfWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = |k: &str| super::parse::one_line(k);
+        match self {
+            ConfWarning::UnknownKey {
+                key,
+                suggestion: Some(s),
+            } => write!(
+                f,
+                "ignoring unknown configuration key '{}' (did you mean '{s}'?)",
+                shown(key)
+            ),
+            ConfWarning::UnknownKey {
+                key,
+                suggestion: None,
+            } => write!(f, "ignoring unknown configuration key '{}'", shown(key)),
+            ConfWarning::DeprecatedKey { key, replacement } => write!(
+                f,
+                "configuration key '{}' is deprecated; use '{replacement}' instead",
+                shown(key)
+            ),
+        }
+    }
+}
+
+/// Whether `distance` edits between names of these lengths count as "reasonably close".
+fn close_enough(distance: usize, len: usize) -> bool {
+    distance <= 2 || distance * 6 <= len
+}
+
+/// The known key or pattern nearest to `key` (case-insensitive Damerau-Levenshtein), when it
+/// is reasonably close.
+pub fn nearest_known_key(key: &str) -> Option<&'static str> {
+    let lower = key.to_lowercase();
+    let without_last = lower.rsplit_once('.').map_or(lower.as_str(), |(head, _)| head);
+    let mut best: Option<(usize, usize, &'static str)> = None;
+    for info in known_keys() {
+        let (distance, len) = match info.prefix {
+            None => {
+                let cand = info.key.to_lowercase();
+                let d = strsim::damerau_levenshtein(&lower, &cand);
+                (d, lower.chars().count().max(cand.chars().count()))
+            }
+            Some(prefix) => {
+                let stem = prefix.trim_end_matches('.').to_lowercase();
+                let d = strsim::damerau_levenshtein(without_last, &stem)
+                    .min(strsim::damerau_levenshtein(&lower, &stem));
+                (d, stem.chars().count())
+            }
+        };
+        if close_enough(distance, len) && best.is_none_or(|(bd, _, _)| distance < bd) {
+            best = Some((distance, len, info.key));
+        }
+    }
+    best.map(|(_, _, k)| k)
+}
+
+/// See [`SparkConf::validate`].
+pub(crate) fn validate(conf: &SparkConf) -> Result<Vec<ConfWarning>, ConfError> {
+    let mut warnings = Vec::new();
+    for (key, value) in conf.iter() {
+        match find_key(key) {
+            Some(info) => {
+                info.check_value(key, value)?;
+                if info.prefix.is_none() && info.key != key {
+                    warnings.push(ConfWarning::DeprecatedKey {
+                        key: key.to_string(),
+                        replacement: info.key,
+                    });
+                }
+            }
+            None if key.starts_with("spark.") || key.starts_with("yarn.") => {
+                warnings.push(ConfWarning::UnknownKey {
+                    key: key.to_string(),
+                    suggestion: nearest_known_key(key),
+                });
+            }
+            None => {}
+        }
+    }
+    check_relations(conf)?;
+    Ok(warnings)
+}
+
+fn conflict(message: String) -> ConfError {
+    ConfError::Conflict { message }
+}
+
+/// Rules spanning several keys. Every key involved has already been checked on its own.
+fn check_relations(conf: &SparkConf) -> Result<(), ConfError> {
+    // Spark's SparkConf.validateSettings (SPARK-22754): heartbeats must come more often than
+    // the timeout that declares an executor dead.
+    let timeout = conf.get(&keys::NETWORK_TIMEOUT)?;
+    let heartbeat = conf.get(&keys::EXECUTOR_HEARTBEAT_INTERVAL)?;
+    if timeout <= heartbeat {
+        return Err(conflict(format!(
+            "{} ({}) must be greater than {} ({})",
+            keys::NETWORK_TIMEOUT.name(),
+            format_duration(timeout),
+            keys::EXECUTOR_HEARTBEAT_INTERVAL.name(),
+            format_duration(heartbeat)
+        )));
+    }
+
+    // SparkContext refuses executors that cannot run a single task.
+    let cores = conf.get(&keys::EXECUTOR_CORES)?;
+    let task_cpus = conf.get(&keys::CPUS_PER_TASK)?;
+    if cores < task_cpus {
+        return Err(conflict(format!(
+            "{} ({cores}) must be at least {} ({task_cpus})",
+            keys::EXECUTOR_CORES.name(),
+            keys::CPUS_PER_TASK.name()
+        )));
+    }
+
+    // ExecutorAllocationManager's checks, made only when dynamic allocation is on.
+    if conf.get(&keys::DYN_ALLOCATION_ENABLED)? {
+        let min = conf.get(&keys::DYN_ALLOCATION_MIN_EXECUTORS)?;
+        let max = conf.get(&keys::DYN_ALLOCATION_MAX_EXECUTORS)?;
+        if max == 0 {
+            return Err(conflict(format!(
+                "{} cannot be 0 when {} is true",
+                keys::DYN_ALLOCATION_MAX_EXECUTORS.name(),
+                keys::DYN_ALLOCATION_ENABLED.name()
+            )));
+        }
+        if min > max {
+            return Err(conflict(format!(
+                "{} ({min}) must be at most {} ({max})",
+                keys::DYN_ALLOCATION_MIN_EXECUTORS.name(),
+                keys::DYN_ALLOCATION_MAX_EXECUTORS.name()
+            )));
+        }
+    }
+
+    // The ResourceManager refuses to start when a minimum allocation exceeds the maximum.
+    let min_mb = conf.get(&keys::RM_SCHEDULER_MINIMUM_ALLOCATION_MB)?;
+    let max_mb = conf.get(&keys::RM_SCHEDULER_MAXIMUM_ALLOCATION_MB)?;
+    if min_mb > max_mb {
+        return Err(conflict(format!(
+            "{} ({min_mb}) must be at most {} ({max_mb})",
+            keys::RM_SCHEDULER_MINIMUM_ALLOCATION_MB.name(),
+            keys::RM_SCHEDULER_MAXIMUM_ALLOCATION_MB.name()
+        )));
+    }
+    let min_vc = conf.get(&keys::RM_SCHEDULER_MINIMUM_ALLOCATION_VCORES)?;
+    let max_vc = conf.get(&keys::RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES)?;
+    if min_vc > max_vc {
+        return Err(conflict(format!(
+            "{} ({min_vc}) must be at most {} ({max_vc})",
+            keys::RM_SCHEDULER_MINIMUM_ALLOCATION_VCORES.name(),
+            keys::RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES.name()
+        )));
+    }
+
+    // sparkyard's supervisor: the first backoff cannot exceed its cap.
+    let backoff = conf.get(&keys::SUPERVISOR_BACKOFF)?;
+    let max_backoff = conf.get(&keys::SUPERVISOR_MAX_BACKOFF)?;
+    if backoff > max_backoff {
+        return Err(conflict(format!(
+            "{} ({}) must be at most {} ({})",
+            keys::SUPERVISOR_BACKOFF.name(),
+            format_duration(backoff),
+            keys::SUPERVISOR_MAX_BACKOFF.name(),
+            format_duration(max_backoff)
+        )));
+    }
+
+    // Node values were checked key by key; this also resolves their defaults.
+    super::nodes::node_managers(conf)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(pairs: &[(&str, &str)]) -> SparkConf {
+        let mut c = SparkConf::new();
+        for (k, v) in pairs {
+            c.set(*k, *v);
+        }
+        c
+    }
+
+    #[test]
+    fn empty_and_valid_configurations_have_no_warnings() {
+        assert_eq!(SparkConf::new().validate(), Ok(vec![]));
+        let c = conf(&[
+            ("spark.master", "yarn"),
+            ("spark.submit.deployMode", "cluster"),
+            ("spark.executor.memory", "2g"),
+            ("spark.executorEnv.JAVA_HOME", "/opt/java"),
+            ("yarn.sparkyard.nodemanager.host1", "rack=/rack1"),
+            ("other.namespace.key", "whatever"),
+            ("", "empty key is not ours"),
+        ]);
+        assert_eq!(c.validate(), Ok(vec![]));
+    }
+
+    #[test]
+    fn unknown_keys_get_the_nearest_known_key() {
+        let c = conf(&[
+            ("spark.executor.memroy", "2g"),
+            ("spark.Executor.Cores", "2"),
+            ("spark.dynamicAllocation.maxExecutor", "5"),
+            ("spark.completely.different", "1"),
+            ("yarn.sparkyard.nodemanagers.host1", "vcores=2"),
+            ("yarn.resourcemanager.adress", "x"),
+            ("spark.serializer", "org.apache.spark.serializer.KryoSerializer"),
+        ]);
+        let warnings = c.validate().unwrap();
+        let shown: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            shown,
+            vec![
+                "ignoring unknown configuration key 'spark.Executor.Cores' (did you mean 'spark.executor.cores'?)",
+                "ignoring unknown configuration key 'spark.completely.different'",
+                "ignoring unknown configuration key 'spark.dynamicAllocation.maxExecutor' (did you mean 'spark.dynamicAllocation.maxExecutors'?)",
+                "ignoring unknown configuration key 'spark.executor.memroy' (did you mean 'spark.executor.memory'?)",
+                "ignoring unknown configuration key 'spark.serializer'",
+                "ignoring unknown configuration key 'yarn.resourcemanager.adress' (did you mean 'yarn.resourcemanager.address'?)",
+                "ignoring unknown configuration key 'yarn.sparkyard.nodemanagers.host1' (did you mean 'yarn.sparkyard.nodemanager.<host>'?)",
+            ]
+        );
+        assert_eq!(warnings[0].key(), "spark.Executor.Cores");
+    }
+
+    #[test]
+    fn nearest_key_thresholds() {
+        assert_eq!(
+            nearest_known_key("spark.task.maxFailure"),
+            Some("spark.task.maxFailures")
+        );
+        assert_eq!(
+            nearest_known_key("spark.executorenv.PATH"),
+            Some("spark.executorEnv.<name>")
+        );
+        assert_eq!(nearest_known_key("spark.foo"), None);
+        assert_eq!(nearest_known_key("yarn.nothing.like.it"), None);
+    }
+
+    #[test]
+    fn deprecated_alternatives_warn_and_are_checked() {
+        let c = conf(&[("spark.yarn.max.executor.failures", "6")]);
+        assert_eq!(
+            c.validate().unwrap(),
+            vec![ConfWarning::DeprecatedKey {
+                key: "spark.yarn.max.executor.failures".to_string(),
+                replacement: "spark.executor.maxNumFailures",
+            }]
+        );
+        assert_eq!(
+            c.validate().unwrap()[0].to_string(),
+            "configuration key 'spark.yarn.max.executor.failures' is deprecated; use 'spark.executor.maxNumFailures' instead"
+        );
+        let c = conf(&[("spark.yarn.max.executor.failures", "many")]);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("invalid value for spark.yarn.max.executor.failures: 'many'"));
+    }
+
+    #[test]
+    fn first_error_in_key_order_wins() {
+        let c = conf(&[
+            ("spark.task.maxFailures", "0"),
+            ("spark.executor.memory", "12x"),
+            ("spark.network.timeout", "never"),
+        ]);
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "invalid value for spark.executor.memory: '12x' is not a size (expected a number with an optional unit b, k, m, g, t, p, e.g. 512m or 4g)"
+        );
+        let c = conf(&[("yarn.sparkyard.nodemanager.host1", "vcores=zero")]);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("invalid value for yarn.sparkyard.nodemanager.host1: 'vcores=zero'"));
+    }
+
+    #[test]
+    fn cross_key_rules() {
+        let e = conf(&[("spark.executor.heartbeatInterval", "200s")])
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "inconsistent configuration: spark.network.timeout (2m) must be greater than spark.executor.heartbeatInterval (3m 20s)"
+        );
+        let e = conf(&[("spark.task.cpus", "2")]).validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "inconsistent configuration: spark.executor.cores (1) must be at least spark.task.cpus (2)"
+        );
+        let da = [("spark.dynamicAllocation.enabled", "true")];
+        let mut c = conf(&da);
+        c.set("spark.dynamicAllocation.maxExecutors", "0");
+        assert!(c.validate().unwrap_err().to_string().contains("cannot be 0"));
+        let mut c = conf(&da);
+        c.set("spark.dynamicAllocation.minExecutors", "5")
+            .set("spark.dynamicAllocation.maxExecutors", "3");
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("spark.dynamicAllocation.minExecutors (5) must be at most spark.dynamicAllocation.maxExecutors (3)"));
+        // Without dynamic allocation Spark does not look at these.
+        let c = conf(&[("spark.dynamicAllocation.maxExecutors", "0")]);
+        assert_eq!(c.validate(), Ok(vec![]));
+        let c = conf(&[("yarn.scheduler.minimum-allocation-mb", "9000")]);
+        assert!(c.validate().unwrap_err().to_string().contains("yarn.scheduler.minimum-allocation-mb (9000) must be at most yarn.scheduler.maximum-allocation-mb (8192)"));
+        let c = conf(&[("yarn.scheduler.minimum-allocation-vcores", "5")]);
+        assert!(c.validate().is_err());
+        let c = conf(&[("spark.sparkyard.supervisor.backoff", "2s")]);
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "inconsistent configuration: spark.sparkyard.supervisor.backoff (2s) must be at most spark.sparkyard.supervisor.maxBackoff (1s)"
+        );
+    }
+}

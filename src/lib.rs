@@ -1,0 +1,3 @@
+//! sparkyard: Spark-on-YARN's control plane rebuilt in Rust as a supervised actor system.
+
+pub mod conf;
