@@ -1,0 +1,301 @@
+//! The tracing layer that writes sparkyard's structured records.
+//!
+//! One JSON object per line, keys in a fixed order: `ts` (RFC 3339 UTC), `level`, `msg`,
+//! `cluster`, `node`, `actor`, `actor_type`, `incarnation`, then where they apply `app_id`,
+//! `attempt`, `container_id`, `executor_id`, `job_id`, `stage_id`, `task_id`, `msg_type`,
+//! `event`, `reason`, `mode`, `target`, `by`, then any other field of the record. The
+//! location fields come from the thread's [`LogCtx`](super::ctx::LogCtx); a field of the
+//! same name in the record overrides them. tracing-subscriber's stock JSON layout nests
+//! fields and names them differently, hence this layer.
+//!
+//! Records of a cluster go to its [`LogSink`](super::sink::LogSink) (files and capture);
+//! every record also goes to the console on stderr when the process asked for it (the
+//! command line does, tests do not). The level filter (`RUST_LOG` or `--log-level`) applies
+//! to files and console alike.
+
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
+use std::sync::{Arc, Once};
+use std::time::SystemTime;
+
+use serde_json::{Map, Number, Value};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::EnvFilter;
+
+use super::ctx::{self, LogCtx};
+use super::format::{format_human, HumanFormat};
+use super::sink;
+
+/// What the console (stderr) shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Console {
+    /// Nothing (tests).
+    Off,
+    /// Readable lines for people.
+    Human,
+    /// The JSON records themselves.
+    Json,
+}
+
+/// The process-wide logging set-up.
+#[derive(Clone, Debug)]
+pub struct LogInit {
+    /// A filter directive (`info`, `debug`, `sparkyard=debug,actix=warn`); overrides `RUST_LOG`.
+    pub level: Option<String>,
+    pub console: Console,
+}
+
+/// The keys that come first, in this order; `cluster` … `executor_id` may come from the
+/// log context.
+const ORDER: [&str; 21] = [
+    "ts",
+    "level",
+    "msg",
+    "cluster",
+    "node",
+    "actor",
+    "actor_type",
+    "incarnation",
+    "app_id",
+    "attempt",
+    "container_id",
+    "executor_id",
+    "job_id",
+    "stage_id",
+    "task_id",
+    "msg_type",
+    "event",
+    "reason",
+    "mode",
+    "target",
+    "by",
+];
+
+/// Collects a record's fields in the order they were given.
+#[derive(Default)]
+struct Fields {
+    msg: String,
+    fields: Vec<(&'static str, Value)>,
+}
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.msg, "{value:?}");
+        } else {
+            self.fields
+                .push((field.name(), Value::String(format!("{value:?}"))));
+        }
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.msg.push_str(value);
+        } else {
+            self.fields.push((field.name(), Value::String(value.to_string())));
+        }
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.fields.push((field.name(), Value::Number(value.into())));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.fields.push((field.name(), Value::Number(value.into())));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.fields.push((field.name(), Value::Bool(value)));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        let v = Number::from_f64(value).map(Value::Number).unwrap_or(Value::Null);
+        self.fields.push((field.name(), v));
+    }
+}
+
+fn level_name(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => "ERROR",
+        Level::WARN => "WARN",
+        Level::INFO => "INFO",
+        Level::DEBUG => "DEBUG",
+        Level::TRACE => "TRACE",
+    }
+}
+
+fn ctx_value(ctx: &LogCtx, key: &str) -> Option<Value> {
+    let s = |v: &Option<Arc<str>>| v.as_deref().map(|s| Value::String(s.to_string()));
+    match key {
+        "cluster" => s(&ctx.cluster),
+        "node" => s(&ctx.node),
+        "actor" => s(&ctx.actor),
+        "actor_type" => ctx.actor_type.map(|t| Value::String(t.to_string())),
+        "incarnation" => ctx.incarnation.map(|i| Value::Number(i.into())),
+        "app_id" => s(&ctx.app_id),
+        "attempt" => ctx.attempt.map(|a| Value::Number(a.into())),
+        "container_id" => s(&ctx.container_id),
+        "executor_id" => s(&ctx.executor_id),
+        _ => None,
+    }
+}
+
+/// Builds the ordered record of one event.
+fn build_record(ts: SystemTime, level: &Level, fields: Fields, ctx: Option<&LogCtx>) -> Map<String, Value> {
+    let Fields { msg, mut fields } = fields;
+    let mut msg = Some(msg);
+    let mut record = Map::with_capacity(ORDER.len() + fields.len());
+    for key in ORDER {
+        let value = match key {
+            "ts" => Some(Value::String(humantime::format_rfc3339_micros(ts).to_string())),
+            "level" => Some(Value::String(level_name(level).to_string())),
+            "msg" => msg.take().map(Value::String),
+            _ => match fields.iter().position(|(k, _)| *k == key) {
+                Some(i) => Some(fields.remove(i).1),
+                None => ctx.and_then(|c| ctx_value(c, key)),
+            },
+        };
+        if let Some(v) = value {
+            record.insert(key.to_string(), v);
+        }
+    }
+    for (k, v) in fields {
+        record.insert(k.to_string(), v);
+    }
+    record
+}
+
+/// The layer; install with [`init`].
+pub struct JsonLayer {
+    console: Console,
+    color: bool,
+}
+
+impl<S: Subscriber> Layer<S> for JsonLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let log_ctx = ctx::current();
+        let cluster_sink = log_ctx
+            .as_ref()
+            .and_then(|c| c.cluster.as_deref())
+            .and_then(sink::sink_for);
+        let ts = cluster_sink
+            .as_ref()
+            .map(|s| s.clock().wall())
+            .unwrap_or_else(SystemTime::now);
+        let record = Value::Object(build_record(
+            ts,
+            event.metadata().level(),
+            fields,
+            log_ctx.as_deref(),
+        ));
+        let line = record.to_string();
+        if let Some(s) = &cluster_sink {
+            s.write(&record, &line);
+        }
+        match self.console {
+            Console::Off => {}
+            Console::Json => {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+            Console::Human => {
+                let opts = HumanFormat {
+                    full_timestamp: false,
+                    color: self.color,
+                    show_node: true,
+                };
+                let _ = writeln!(std::io::stderr().lock(), "{}", format_human(&record, &opts));
+            }
+        }
+    }
+}
+
+fn filter_from(level: Option<&str>) -> Result<EnvFilter, String> {
+    match level {
+        Some(directive) => EnvFilter::try_new(directive)
+            .map_err(|e| format!("invalid log level '{directive}': {e} (expected error, warn, info, debug, trace or a RUST_LOG directive)")),
+        None => match std::env::var("RUST_LOG") {
+            Ok(v) if !v.trim().is_empty() => {
+                EnvFilter::try_new(&v).map_err(|e| format!("invalid RUST_LOG '{v}': {e}"))
+            }
+            _ => Ok(EnvFilter::new("info")),
+        },
+    }
+}
+
+/// Installs the process-wide subscriber. Fails with a one-line message when the level
+/// directive is invalid or a subscriber is already installed.
+pub fn init(opts: &LogInit) -> Result<(), String> {
+    let filter = filter_from(opts.level.as_deref())?;
+    let layer = JsonLayer {
+        console: opts.console,
+        color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    tracing_subscriber::registry()
+        .with(layer.with_filter(filter))
+        .try_init()
+        .map_err(|e| format!("cannot install the log subscriber: {e}"))
+}
+
+/// For tests: installs a subscriber once per process (level from `RUST_LOG`, default info;
+/// no console output). Records reach each cluster's sink.
+pub fn init_for_tests() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = init(&LogInit {
+            level: None,
+            console: Console::Off,
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_order_and_overrides() {
+        let ctx = LogCtx {
+            cluster: Some(Arc::from("c1")),
+            node: Some(Arc::from("host1")),
+            actor: Some(Arc::from("/node/rm")),
+            actor_type: Some("ResourceManager"),
+            incarnation: Some(2),
+            ..LogCtx::default()
+        };
+        let fields = Fields {
+            msg: "restarted".into(),
+            fields: vec![
+                ("extra", Value::Bool(true)),
+                ("event", Value::String("actor_restarted".into())),
+                ("incarnation", Value::Number(3.into())),
+            ],
+        };
+        let rec = build_record(SystemTime::UNIX_EPOCH, &Level::INFO, fields, Some(&ctx));
+        let keys: Vec<&str> = rec.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "ts",
+                "level",
+                "msg",
+                "cluster",
+                "node",
+                "actor",
+                "actor_type",
+                "incarnation",
+                "event",
+                "extra"
+            ]
+        );
+        assert_eq!(rec["incarnation"], 3);
+        assert_eq!(rec["ts"], "1970-01-01T00:00:00.000000Z");
+        assert_eq!(rec["msg"], "restarted");
+    }
+
+    #[test]
+    fn bad_level_is_one_line_error() {
+        let err = filter_from(Some("info,[[")).unwrap_err();
+        assert!(err.starts_with("invalid log level 'info,[['"), "{err}");
+        assert!(!err.contains('\n'));
+    }
+}

@@ -1,0 +1,247 @@
+//! Endpoint references: how actors address each other.
+//!
+//! An [`EndpointRef`] names its target by path and resolves it through the cluster's
+//! registry on every message, so a peer never holds a stale actix address and reaches a
+//! restarted actor as soon as its new incarnation is registered. Every message passes the
+//! cluster's fault state on the way, so a partition can drop or delay the messages to and
+//! from matching actors, and (later) a remote ref will carry the same typed messages over
+//! TCP. At DEBUG level each delivery is logged as a record about the receiving actor with
+//! its `msg_type`.
+//!
+//! - [`EndpointRef::tell`] is Spark's `send`: fire and forget, never blocks (the mailbox is
+//!   unbounded for it, as Spark's inboxes are).
+//! - [`EndpointRef::ask`] is Spark's `ask`: a reply or an error within a time limit on the
+//!   cluster clock; the bounded mailbox makes a flood of asks wait.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Context, Handler, MailboxError, Message};
+
+use crate::logs::ctx::in_scope;
+use crate::runtime::cell::CellShared;
+use crate::runtime::cluster::Cluster;
+use crate::runtime::fault::Route;
+use crate::runtime::path::{short_type_name, ActorPath};
+use crate::runtime::registry::LookupError;
+
+/// Why an ask got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskError {
+    /// Nothing of the right type runs at the path.
+    Lookup(LookupError),
+    /// No reply within the time limit (a dropped message, a slow or partitioned actor).
+    Timeout {
+        path: ActorPath,
+        msg_type: &'static str,
+        after: Duration,
+    },
+    /// The actor ended before it answered.
+    Died { path: ActorPath, msg_type: &'static str },
+}
+
+impl fmt::Display for AskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AskError::Lookup(e) => write!(f, "{e}"),
+            AskError::Timeout {
+                path,
+                msg_type,
+                after,
+            } => write!(
+                f,
+                "cannot receive any reply from {path} to {msg_type} in {}",
+                humantime::format_duration(*after)
+            ),
+            AskError::Died { path, msg_type } => write!(f, "{path} ended before it answered {msg_type}"),
+        }
+    }
+}
+
+impl std::error::Error for AskError {}
+
+/// A typed reference to the actor of type `A` at a path; cheap to clone.
+pub struct EndpointRef<A> {
+    cluster: Cluster,
+    to: ActorPath,
+    from: Option<ActorPath>,
+    _actor: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for EndpointRef<A> {
+    fn clone(&self) -> Self {
+        EndpointRef {
+            cluster: self.cluster.clone(),
+            to: self.to.clone(),
+            from: self.from.clone(),
+            _actor: PhantomData,
+        }
+    }
+}
+
+impl<A> fmt::Debug for EndpointRef<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "EndpointRef({} -> {})",
+            self.from.as_ref().map(ActorPath::as_str).unwrap_or("-"),
+            self.to
+        )
+    }
+}
+
+fn trace_delivery<M>(target: &Arc<CellShared>, from: Option<&ActorPath>, outcome: &'static str) {
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        in_scope(target.log_ctx(), || {
+            tracing::debug!(
+                msg_type = short_type_name::<M>(),
+                from = from.map(ActorPath::as_str).unwrap_or("-"),
+                delivery = outcome,
+                "{} {}",
+                short_type_name::<M>(),
+                outcome
+            )
+        });
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
+    pub(crate) fn new(cluster: Cluster, to: ActorPath, from: Option<ActorPath>) -> Self {
+        EndpointRef {
+            cluster,
+            to,
+            from,
+            _actor: PhantomData,
+        }
+    }
+
+    /// The target's path.
+    pub fn path(&self) -> &ActorPath {
+        &self.to
+    }
+
+    /// Whether an actor runs at the path now.
+    pub fn is_alive(&self) -> bool {
+        self.cluster.registry().contains(&self.to)
+    }
+
+    /// The target's running incarnation.
+    pub fn incarnation(&self) -> Option<u64> {
+        self.cluster.registry().incarnation(&self.to)
+    }
+
+    fn route(&self) -> Route {
+        self.cluster
+            .faults()
+            .route(self.cluster.clock(), self.from.as_ref(), &self.to)
+    }
+
+    /// Sends `msg` without waiting. An error means nothing of type `A` runs at the path now;
+    /// a message caught by a partition is lost (or delayed) silently, as on a network.
+    pub fn tell<M>(&self, msg: M) -> Result<(), LookupError>
+    where
+        A: Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        match self.route() {
+            Route::Deliver => self
+                .cluster
+                .registry()
+                .with_addr::<A, _>(&self.to, |addr, shared| {
+                    trace_delivery::<M>(shared, self.from.as_ref(), "delivered");
+                    addr.do_send(msg)
+                }),
+            Route::Drop => {
+                let _ = self.cluster.registry().with_addr::<A, _>(&self.to, |_, shared| {
+                    trace_delivery::<M>(shared, self.from.as_ref(), "dropped by a partition")
+                });
+                Ok(())
+            }
+            Route::Delay(delay) => {
+                let this = self.clone();
+                let deadline = self.cluster.clock().now().saturating_add(delay);
+                self.cluster.spawn_task(async move {
+                    this.cluster.clock().sleep_until(deadline).await;
+                    let _ = this
+                        .cluster
+                        .registry()
+                        .with_addr::<A, _>(&this.to, |addr, shared| {
+                            trace_delivery::<M>(
+                                shared,
+                                this.from.as_ref(),
+                                "delivered late (partition delay)",
+                            );
+                            addr.do_send(msg)
+                        });
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Sends `msg` and waits for the reply, at most `timeout` on the cluster clock.
+    pub fn ask<M>(
+        &self,
+        msg: M,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<M::Result, AskError>> + 'static
+    where
+        A: Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let this = self.clone();
+        // The time limit counts from the call, as tokio's does, not from the first poll.
+        let sent_at = self.cluster.clock().now();
+        let deadline = sent_at.saturating_add(timeout);
+        async move {
+            let clock = this.cluster.clock().clone();
+            let msg_type = short_type_name::<M>();
+            let timed_out = || AskError::Timeout {
+                path: this.to.clone(),
+                msg_type,
+                after: timeout,
+            };
+            let delay = match this.route() {
+                Route::Drop => {
+                    let _ = this.cluster.registry().with_addr::<A, _>(&this.to, |_, shared| {
+                        trace_delivery::<M>(shared, this.from.as_ref(), "dropped by a partition")
+                    });
+                    clock.sleep_until(deadline).await;
+                    return Err(timed_out());
+                }
+                Route::Delay(d) => {
+                    clock.sleep_until(sent_at.saturating_add(d)).await;
+                    Some(d)
+                }
+                Route::Deliver => None,
+            };
+            let addr = this
+                .cluster
+                .registry()
+                .with_addr::<A, _>(&this.to, |addr, shared| {
+                    trace_delivery::<M>(shared, this.from.as_ref(), "delivered (ask)");
+                    addr.clone()
+                })
+                .map_err(AskError::Lookup)?;
+            let reply = clock.timeout_at(deadline, addr.send(msg)).await;
+            if let Some(d) = delay {
+                clock.sleep(d).await;
+            }
+            match reply {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(MailboxError::Closed)) => Err(AskError::Died {
+                    path: this.to.clone(),
+                    msg_type,
+                }),
+                Ok(Err(MailboxError::Timeout)) | Err(_) => Err(timed_out()),
+            }
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! The cell: what runs one incarnation of an actor.
+//!
+//! actix's own `Supervisor` restarts an actor only when it stops itself; a panic in a handler
+//! kills the actor for good and throws its mailbox away. So every sparkyard actor runs inside
+//! a [`Cell`], a future that polls the actor's actix context inside [`catch`]: a panic in a
+//! handler, a timer closure, a spawned actor future, `started()` or `stopped()` ends the
+//! incarnation with [`ExitReason::Panic`] and its message. Whatever the ending (panic, stop,
+//! kill, abort, or the arbiter going away), the cell removes the incarnation from the
+//! registry, aborts any orphaned descendants, logs the exit, tells the watchers and then the
+//! parent supervisor. Nothing dies silently.
+//!
+//! A restart is a new incarnation: a fresh actor value built by the child spec's factory,
+//! with a new mailbox registered under the same path. Messages still queued in the old
+//! mailbox are dropped with it (as an Erlang process's are); senders by path reach the new
+//! incarnation as soon as it is registered. State that must survive is held by the
+//! supervisor's child spec and handed to each new incarnation (see `supervisor::Kept`).
+//!
+//! The cell also carries the control channel that fault injection and supervisors use:
+//! a graceful stop (the actor's `stopping()`/`stopped()` run), an injected panic (raised
+//! inside the cell, so it is a real panic), or an abort (the actor is dropped).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use actix::dev::channel;
+use actix::dev::ContextFut;
+use actix::{Actor, ActorContext, Addr, ArbiterHandle, AsyncContext, Context, Handler};
+use futures_util::task::AtomicWaker;
+
+use super::clock::Clock;
+use super::cluster::Cluster;
+use super::exit::ExitReason;
+use super::panic::catch;
+use super::path::{short_type_name, ActorPath};
+use super::registry::Watcher;
+use super::supervisor::ChildKind;
+use super::watch::Terminated;
+use crate::logs::ctx::{LogCtx, LogIds, LogScope};
+use crate::rpc::EndpointRef;
+
+const CMD_NONE: u8 = 0;
+const CMD_STOP: u8 = 1;
+const CMD_PANIC: u8 = 2;
+const CMD_ABORT: u8 = 3;
+
+/// Default mailbox capacity for `ask` (actix's default; `tell` is unbounded, as Spark's
+/// inboxes are).
+pub const DEFAULT_MAILBOX: usize = 16;
+
+/// The part of an incarnation shared with the registry, its parent and the fault injector.
+pub struct CellShared {
+    pub(crate) path: ActorPath,
+    pub(crate) incarnation: u64,
+    pub(crate) actor_type: &'static str,
+    pub(crate) kind: ChildKind,
+    pub(crate) log: Arc<LogCtx>,
+    pub(crate) started_at: Duration,
+    command: AtomicU8,
+    waker: AtomicWaker,
+    exit_request: Mutex<Option<ExitReason>>,
+    panic_by: Mutex<Option<String>>,
+    final_reason: Mutex<Option<ExitReason>>,
+    done: AtomicBool,
+}
+
+impl std::fmt::Debug for CellShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cell({}#{})", self.path, self.incarnation)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl CellShared {
+    pub fn path(&self) -> &ActorPath {
+        &self.path
+    }
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+    pub fn actor_type(&self) -> &'static str {
+        self.actor_type
+    }
+    pub fn log_ctx(&self) -> &Arc<LogCtx> {
+        &self.log
+    }
+
+    /// How this incarnation ended, once it has.
+    pub fn final_reason(&self) -> Option<ExitReason> {
+        lock(&self.final_reason).clone()
+    }
+
+    /// Whether this incarnation has ended.
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn status(&self) -> &'static str {
+        if self.is_done() {
+            "stopped"
+        } else if self.command.load(Ordering::Acquire) != CMD_NONE {
+            "stopping"
+        } else {
+            "running"
+        }
+    }
+
+    fn set_exit_reason(&self, reason: ExitReason, overwrite: bool) {
+        let mut slot = lock(&self.exit_request);
+        if overwrite || slot.is_none() {
+            *slot = Some(reason);
+        }
+    }
+
+    fn signal(&self, cmd: u8) {
+        self.command.fetch_max(cmd, Ordering::AcqRel);
+        self.waker.wake();
+    }
+
+    /// Asks the actor to stop gracefully (`stopping()`/`stopped()` run); it exits with
+    /// `reason` unless an earlier request already set one.
+    pub(crate) fn request_stop(&self, reason: ExitReason) {
+        self.set_exit_reason(reason, false);
+        self.signal(CMD_STOP);
+    }
+
+    /// Raises a panic inside the actor's cell, as if a handler had panicked.
+    pub(crate) fn request_panic(&self, by: &str) {
+        *lock(&self.panic_by) = Some(by.to_string());
+        self.signal(CMD_PANIC);
+    }
+
+    /// Drops the actor at its next poll without waiting for anything.
+    pub(crate) fn abort(&self, message: &str) {
+        self.set_exit_reason(
+            ExitReason::Aborted {
+                message: message.to_string(),
+            },
+            true,
+        );
+        self.signal(CMD_ABORT);
+    }
+}
+
+/// Called once with the exit reason when an incarnation ends (the parent link).
+pub(crate) type ExitNotify = Box<dyn FnOnce(&Arc<CellShared>, &ExitReason) + Send>;
+
+/// The future that runs one incarnation; see the module docs.
+pub(crate) struct Cell<A: Actor<Context = Context<A>>> {
+    fut: Option<ContextFut<A, Context<A>>>,
+    shared: Arc<CellShared>,
+    cluster: Cluster,
+    on_exit: Option<ExitNotify>,
+}
+
+impl<A: Actor<Context = Context<A>>> Cell<A> {
+    fn terminate(&mut self, mut reason: ExitReason) -> Poll<()> {
+        if let Some(fut) = self.fut.take() {
+            // Dropping a live context runs stopping()/stopped(); a panic there is caught too.
+            if let Err(message) = catch(move || drop(fut)) {
+                if reason.is_abnormal() {
+                    tracing::warn!(event = "cleanup_panicked", reason = %message, "panic while stopping after failure");
+                } else {
+                    reason = ExitReason::Panic { message };
+                }
+            }
+        }
+        self.finish(reason);
+        Poll::Ready(())
+    }
+
+    fn finish(&mut self, reason: ExitReason) {
+        finish_incarnation(&self.cluster, &self.shared, &reason, self.on_exit.take());
+    }
+}
+
+/// The end of an incarnation, wherever it ended: registry, orphans, log, watchers, parent.
+fn finish_incarnation(
+    cluster: &Cluster,
+    shared: &Arc<CellShared>,
+    reason: &ExitReason,
+    on_exit: Option<ExitNotify>,
+) {
+    if shared.done.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    *lock(&shared.final_reason) = Some(reason.clone());
+    cluster.incarnation_ended(shared, reason);
+    if let Some(notify) = on_exit {
+        notify(shared, reason);
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> Future for Cell<A> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let _scope = LogScope::enter(&this.shared.log);
+        this.shared.waker.register(cx.waker());
+        match this.shared.command.swap(CMD_NONE, Ordering::AcqRel) {
+            CMD_ABORT => {
+                let reason = lock(&this.shared.exit_request)
+                    .take()
+                    .unwrap_or(ExitReason::Aborted {
+                        message: "aborted".into(),
+                    });
+                // Abort means: do not run the actor's hooks.
+                if let Some(fut) = this.fut.take() {
+                    std::mem::forget(fut);
+                }
+                this.finish(reason);
+                return Poll::Ready(());
+            }
+            CMD_PANIC => {
+                let by = lock(&this.shared.panic_by)
+                    .take()
+                    .unwrap_or_else(|| "unknown".into());
+                let message = match catch(|| -> () { panic!("injected panic (fault injection by {by})") }) {
+                    Err(m) => m,
+                    Ok(()) => format!("injected panic (fault injection by {by})"),
+                };
+                return this.terminate(ExitReason::Panic { message });
+            }
+            CMD_STOP => {
+                if let Some(fut) = this.fut.as_mut() {
+                    fut.ctx().stop();
+                }
+            }
+            _ => {}
+        }
+        let Some(fut) = this.fut.as_mut() else {
+            return Poll::Ready(());
+        };
+        match catch(|| Pin::new(fut).poll(cx)) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(())) => {
+                let reason = lock(&this.shared.exit_request)
+                    .take()
+                    .unwrap_or(ExitReason::Normal);
+                this.terminate(reason)
+            }
+            Err(message) => this.terminate(ExitReason::Panic { message }),
+        }
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> Drop for Cell<A> {
+    fn drop(&mut self) {
+        if self.shared.is_done() {
+            return;
+        }
+        let reason = ExitReason::Aborted {
+            message: "its arbiter stopped".into(),
+        };
+        if std::thread::panicking() {
+            // Never run actor hooks while unwinding: a second panic would abort the process.
+            if let Some(fut) = self.fut.take() {
+                std::mem::forget(fut);
+            }
+            let on_exit = self.on_exit.take();
+            let _ = catch(|| finish_incarnation(&self.cluster, &self.shared, &reason, on_exit));
+        } else {
+            let _ = catch(|| self.terminate(reason));
+        }
+    }
+}
+
+/// Where and how to start one incarnation.
+pub(crate) struct SpawnArgs {
+    pub path: ActorPath,
+    pub kind: ChildKind,
+    pub parent_log: Arc<LogCtx>,
+    pub ids: LogIds,
+    pub arbiter: Option<ArbiterHandle>,
+    pub mailbox: usize,
+    pub on_exit: Option<ExitNotify>,
+    pub restart: bool,
+}
+
+/// Starts one incarnation of `A` at `args.path`: registers it, then builds the actor with
+/// `make` (on the target arbiter) and runs it in a [`Cell`]. A `make` that fails or panics
+/// ends the incarnation at once with that reason.
+pub(crate) fn spawn<A, F>(cluster: &Cluster, args: SpawnArgs, make: F) -> Arc<CellShared>
+where
+    A: Actor<Context = Context<A>>,
+    F: FnOnce(&mut Context<A>, Me) -> Result<A, String> + Send + 'static,
+{
+    let incarnation = cluster.registry().next_incarnation(&args.path);
+    let actor_type = short_type_name::<A>();
+    let log = Arc::new(
+        args.parent_log
+            .for_actor(args.path.as_arc(), actor_type, incarnation, &args.ids),
+    );
+    let shared = Arc::new(CellShared {
+        path: args.path,
+        incarnation,
+        actor_type,
+        kind: args.kind,
+        log,
+        started_at: cluster.clock().now(),
+        command: AtomicU8::new(CMD_NONE),
+        waker: AtomicWaker::new(),
+        exit_request: Mutex::new(None),
+        panic_by: Mutex::new(None),
+        final_reason: Mutex::new(None),
+        done: AtomicBool::new(false),
+    });
+    let (tx, rx) = channel::channel::<A>(args.mailbox.max(1));
+    cluster
+        .registry()
+        .insert(shared.clone(), Box::new(Addr::<A>::new(tx)));
+    {
+        let _scope = LogScope::enter(&shared.log);
+        if args.restart {
+            tracing::info!(
+                event = "actor_restarted",
+                incarnation,
+                "restarted as incarnation {incarnation}"
+            );
+        } else {
+            tracing::info!(event = "actor_started", "started");
+        }
+    }
+    let (c, s, on_exit) = (cluster.clone(), shared.clone(), args.on_exit);
+    let start = move || {
+        let _scope = LogScope::enter(&s.log);
+        let mut ctx = Context::with_receiver(rx);
+        let me = Me {
+            shared: s.clone(),
+            cluster: c.clone(),
+        };
+        let built = catch(|| make(&mut ctx, me));
+        let reason = match built {
+            Ok(Ok(actor)) => {
+                let cell = Cell {
+                    fut: Some(ctx.into_future(actor)),
+                    shared: s,
+                    cluster: c,
+                    on_exit,
+                };
+                actix::spawn(cell);
+                return;
+            }
+            Ok(Err(message)) => ExitReason::Exit {
+                code: 1,
+                message: format!("failed to start: {message}"),
+            },
+            Err(message) => ExitReason::Panic {
+                message: format!("while starting: {message}"),
+            },
+        };
+        finish_incarnation(&c, &s, &reason, on_exit);
+    };
+    match args.arbiter {
+        Some(arbiter) => {
+            let sent = arbiter.spawn_fn(start);
+            if !sent {
+                let reason = ExitReason::Aborted {
+                    message: "its arbiter is not running".into(),
+                };
+                finish_incarnation(cluster, &shared, &reason, None);
+            }
+        }
+        None => start(),
+    }
+    shared
+}
+
+/// An actor's handle to the runtime: its own path and incarnation, the cluster, the clock,
+/// endpoint refs to peers, its exit, and death watch.
+#[derive(Clone)]
+pub struct Me {
+    shared: Arc<CellShared>,
+    cluster: Cluster,
+}
+
+impl std::fmt::Debug for Me {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Me({}#{})", self.shared.path, self.shared.incarnation)
+    }
+}
+
+impl Me {
+    pub fn path(&self) -> &ActorPath {
+        &self.shared.path
+    }
+    pub fn incarnation(&self) -> u64 {
+        self.shared.incarnation
+    }
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+    pub fn clock(&self) -> &Clock {
+        self.cluster.clock()
+    }
+    pub fn log_ctx(&self) -> &Arc<LogCtx> {
+        &self.shared.log
+    }
+
+    /// A reference to the actor of type `B` at `path`, sending as this actor.
+    pub fn endpoint<B: Actor<Context = Context<B>>>(&self, path: &ActorPath) -> EndpointRef<B> {
+        EndpointRef::new(self.cluster.clone(), path.clone(), Some(self.shared.path.clone()))
+    }
+
+    /// Stops this actor; its incarnation ends with `reason` (an `Exit` with a code, as a
+    /// process's exit status).
+    pub fn exit<A: Actor<Context = Context<A>>>(&self, ctx: &mut Context<A>, reason: ExitReason) {
+        self.shared.set_exit_reason(reason, true);
+        ctx.stop();
+    }
+
+    /// Watches the incarnation now running at `target`; `Terminated` arrives when it ends
+    /// (at once with `NoProc` if nothing runs there).
+    pub fn watch<A>(&self, ctx: &mut Context<A>, target: &ActorPath)
+    where
+        A: Actor<Context = Context<A>> + Handler<Terminated>,
+    {
+        let recipient = ctx.address().recipient::<Terminated>();
+        let registry = self.cluster.registry();
+        match registry.shared(target) {
+            Some(t) => {
+                registry.add_watcher(
+                    target,
+                    Watcher {
+                        target_incarnation: t.incarnation,
+                        watcher: self.shared.path.clone(),
+                        watcher_incarnation: self.shared.incarnation,
+                        recipient,
+                    },
+                );
+                // It may have ended between the lookup and the subscription.
+                if t.is_done() {
+                    let reason = t.final_reason().unwrap_or(ExitReason::Aborted {
+                        message: "ended".into(),
+                    });
+                    registry.notify_watchers(target, t.incarnation, &reason);
+                }
+            }
+            None => recipient.do_send(Terminated {
+                path: target.clone(),
+                incarnation: 0,
+                reason: ExitReason::NoProc,
+            }),
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! A cluster instance: everything the runtime keeps per cluster.
+//!
+//! Registry, fault injector, clock and log routing belong to one [`Cluster`], and every log
+//! record carries its `cluster` id, so several clusters run side by side in one process
+//! (parallel tests) without colliding. A cluster is made inside an actix system; its
+//! top-level actors ("roots", usually supervisors) are started with
+//! [`Cluster::start_root`] and stopped in reverse order by [`Cluster::shutdown`].
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::{Actor, ArbiterHandle, Context};
+
+use super::cell::{self, CellShared, ExitNotify, Me, SpawnArgs, DEFAULT_MAILBOX};
+use super::clock::Clock;
+use super::exit::ExitReason;
+use super::fault::FaultState;
+use super::panic::install_quiet_hook;
+use super::path::{ActorPath, PathError};
+use super::registry::{ActorInfo, Registry};
+use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
+use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
+use crate::logs::sink::{self, LogSink};
+use crate::rpc::EndpointRef;
+
+struct Inner {
+    id: Arc<str>,
+    registry: Registry,
+    clock: Clock,
+    faults: FaultState,
+    log: Arc<LogCtx>,
+    sink: Arc<LogSink>,
+    arbiter: ArbiterHandle,
+    roots: Mutex<Vec<Arc<CellShared>>>,
+    ended: tokio::sync::Notify,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        sink::unregister(&self.id);
+    }
+}
+
+/// One cluster instance; cheap to clone.
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cluster({})", self.inner.id)
+    }
+}
+
+/// Builds a [`Cluster`].
+#[derive(Default)]
+pub struct ClusterBuilder {
+    id: Option<String>,
+    clock: Option<Clock>,
+    log_dir: Option<PathBuf>,
+    capture: bool,
+    node: Option<String>,
+}
+
+impl ClusterBuilder {
+    /// The cluster id in every record (default `cluster-<n>`, unique in the process).
+    pub fn id(mut self, id: &str) -> Self {
+        self.id = Some(id.to_string());
+        self
+    }
+    /// The clock (default: real).
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Writes records under this directory (see `logs::sink` for the layout).
+    pub fn log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.log_dir = Some(dir.into());
+        self
+    }
+    /// Keeps every record in memory too, for tests to assert on.
+    pub fn capture_logs(mut self, capture: bool) -> Self {
+        self.capture = capture;
+        self
+    }
+    /// The default `node` of records (subtrees may set their own).
+    pub fn node(mut self, node: &str) -> Self {
+        self.node = Some(node.to_string());
+        self
+    }
+
+    /// Makes the cluster. Must run inside an actix system (its arbiter carries the
+    /// cluster's own tasks: delayed kills, plans, delayed messages).
+    pub fn build(self) -> Result<Cluster, String> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        install_quiet_hook();
+        let arbiter = actix::Arbiter::try_current()
+            .ok_or_else(|| "a cluster must be made inside a running actix system".to_string())?;
+        let id: Arc<str> = match self.id {
+            Some(id) => Arc::from(id),
+            None => Arc::from(format!("cluster-{}", NEXT.fetch_add(1, Ordering::Relaxed))),
+        };
+        let clock = self.clock.unwrap_or_else(Clock::real);
+        let mut log = LogCtx::cluster(&id);
+        log.node = Some(Arc::from(self.node.as_deref().unwrap_or("local")));
+        let sink = Arc::new(LogSink::new(self.log_dir, self.capture, clock.clone()));
+        sink::register(id.clone(), sink.clone());
+        Ok(Cluster {
+            inner: Arc::new(Inner {
+                id,
+                registry: Registry::default(),
+                clock,
+                faults: FaultState::default(),
+                log: Arc::new(log),
+                sink,
+                arbiter,
+                roots: Mutex::new(Vec::new()),
+                ended: tokio::sync::Notify::new(),
+            }),
+        })
+    }
+}
+
+impl Cluster {
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+    /// This cluster's log sink (captured records, log directory).
+    pub fn logs(&self) -> &Arc<LogSink> {
+        &self.inner.sink
+    }
+    /// The cluster-level log context (records not about any actor).
+    pub fn log_ctx(&self) -> &Arc<LogCtx> {
+        &self.inner.log
+    }
+    pub(crate) fn faults(&self) -> &FaultState {
+        &self.inner.faults
+    }
+
+    /// Runs a future on the cluster's arbiter, in the cluster's log context.
+    pub(crate) fn spawn_task(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        let fut = Instrumented::new(fut, self.inner.log.clone());
+        if !self.inner.arbiter.spawn(fut) {
+            in_scope(&self.inner.log, || {
+                tracing::error!(
+                    event = "task_lost",
+                    "the cluster's arbiter is not running; a timed task was dropped"
+                )
+            });
+        }
+    }
+
+    /// A reference to the actor of type `A` at `path`, sending from outside any actor.
+    pub fn endpoint<A: Actor<Context = Context<A>>>(&self, path: &ActorPath) -> EndpointRef<A> {
+        EndpointRef::new(self.clone(), path.clone(), None)
+    }
+
+    /// Every live actor, sorted by path.
+    pub fn actors(&self) -> Vec<ActorInfo> {
+        self.inner.registry.snapshot()
+    }
+
+    /// Starts a top-level supervisor at `/<name>`.
+    pub fn start_root(&self, name: &str, spec: SupervisorSpec) -> Result<ActorPath, PathError> {
+        self.start_root_with(
+            name,
+            ChildKind::Supervisor,
+            LogIds::default(),
+            None,
+            move |_, me| Ok(Supervisor::new(me, spec)),
+        )
+    }
+
+    /// Starts a top-level actor at `/<name>` built by `make` (no supervisor above it: when it
+    /// ends, it stays ended).
+    pub fn start_root_worker<A, F>(&self, name: &str, make: F) -> Result<ActorPath, PathError>
+    where
+        A: Actor<Context = Context<A>>,
+        F: FnOnce(&mut Context<A>, Me) -> A + Send + 'static,
+    {
+        self.start_root_with(
+            name,
+            ChildKind::Worker,
+            LogIds::default(),
+            None,
+            move |ctx, me| Ok(make(ctx, me)),
+        )
+    }
+
+    fn start_root_with<A, F>(
+        &self,
+        name: &str,
+        kind: ChildKind,
+        ids: LogIds,
+        on_exit: Option<ExitNotify>,
+        make: F,
+    ) -> Result<ActorPath, PathError>
+    where
+        A: Actor<Context = Context<A>>,
+        F: FnOnce(&mut Context<A>, Me) -> Result<A, String> + Send + 'static,
+    {
+        let path = ActorPath::root(name)?;
+        let args = SpawnArgs {
+            path: path.clone(),
+            kind,
+            parent_log: self.inner.log.clone(),
+            ids,
+            arbiter: None,
+            mailbox: DEFAULT_MAILBOX,
+            on_exit,
+            restart: false,
+        };
+        let shared = cell::spawn(self, args, make);
+        self.inner
+            .roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(shared);
+        Ok(path)
+    }
+
+    /// The end of an incarnation: called once by its cell, whatever ended it.
+    pub(crate) fn incarnation_ended(&self, shared: &Arc<CellShared>, reason: &ExitReason) {
+        let registry = &self.inner.registry;
+        registry.remove_if(&shared.path, shared.incarnation);
+        for orphan in registry.descendants(&shared.path) {
+            if !orphan.is_done() {
+                orphan.abort(&format!("its ancestor {} ended", shared.path));
+            }
+        }
+        in_scope(&shared.log, || {
+            let lived_ms = self
+                .inner
+                .clock
+                .now()
+                .saturating_sub(shared.started_at)
+                .as_millis() as u64;
+            match reason {
+                ExitReason::Normal | ExitReason::Shutdown => tracing::info!(
+                    event = "actor_stopped",
+                    reason = %reason,
+                    lived_ms,
+                    "stopped ({reason})"
+                ),
+                ExitReason::Exit { code: 0, .. } => tracing::info!(
+                    event = "actor_stopped",
+                    reason = %reason,
+                    exit_code = 0,
+                    lived_ms,
+                    "stopped ({reason})"
+                ),
+                ExitReason::Panic { .. } => tracing::error!(
+                    event = "actor_failed",
+                    reason = %reason,
+                    exit_code = reason.exit_code(),
+                    lived_ms,
+                    "failed: {reason}"
+                ),
+                _ => tracing::warn!(
+                    event = "actor_failed",
+                    reason = %reason,
+                    exit_code = reason.exit_code(),
+                    lived_ms,
+                    "failed: {reason}"
+                ),
+            }
+        });
+        registry.notify_watchers(&shared.path, shared.incarnation, reason);
+        self.inner.ended.notify_waiters();
+    }
+
+    /// Waits (on real time, at most `limit`) until the incarnation now running at `path`
+    /// ends, and returns how it ended; `None` if nothing runs there or the limit passed.
+    pub async fn wait_ended(&self, path: &ActorPath, limit: Duration) -> Option<ExitReason> {
+        let shared = self.inner.registry.shared(path)?;
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.inner.ended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(reason) = shared.final_reason() {
+                return Some(reason);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return shared.final_reason();
+            }
+        }
+    }
+
+    /// Stops every root gracefully, newest first, each within `limit` of real time (what
+    /// is still running after that is aborted). Timers and clocks play no part, so this
+    /// ends even on a manual clock that nobody advances.
+    pub async fn shutdown(&self, limit: Duration) {
+        let roots: Vec<Arc<CellShared>> = self
+            .inner
+            .roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect();
+        for root in roots.iter().rev() {
+            if root.is_done() {
+                continue;
+            }
+            root.request_stop(ExitReason::Shutdown);
+            let deadline = tokio::time::Instant::now() + limit;
+            while !root.is_done() {
+                let notified = self.inner.ended.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if root.is_done() {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    for d in self.inner.registry.descendants(&root.path) {
+                        d.abort("cluster shutdown time-out");
+                    }
+                    root.abort("cluster shutdown time-out");
+                    break;
+                }
+            }
+        }
+        self.inner.sink.flush();
+    }
+}

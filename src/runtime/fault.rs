@@ -1,0 +1,461 @@
+//! Fault injection: kills, partitions and fault plans.
+//!
+//! - Kill any actor, or every actor whose path matches a glob, as a *stop* (its
+//!   `stopping()`/`stopped()` run and it exits `Killed`) or as a *panic* (a real panic is
+//!   raised inside its cell), now or after a delay on the cluster clock.
+//! - Partition: drop, or delay, every message to and from matching actors for a while.
+//!   Endpoint refs consult [`FaultState::route`] on every send; with no partition active
+//!   that costs one atomic load.
+//! - A [`FaultPlan`] is a list of kills at moments; [`FaultPlan::seeded`] draws one from a
+//!   seed (which actors, when, how) with a fixed generator, so the same seed gives the same
+//!   plan on every machine and every version.
+//!
+//! Every kill is logged as a `fault_injected` record about the victim, with `mode`, `target`
+//! and `by`; a planned kill that matches no actor is logged as `fault_skipped`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::Clock;
+use super::cluster::Cluster;
+use super::exit::ExitReason;
+use super::path::{ActorPath, PathError, PathGlob};
+use crate::logs::ctx::in_scope;
+
+/// How a kill ends its victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KillMode {
+    /// A graceful stop; the incarnation exits `Killed`.
+    Stop,
+    /// A panic raised inside the actor's cell; the incarnation exits `Panic`.
+    Panic,
+}
+
+impl fmt::Display for KillMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KillMode::Stop => "stop",
+            KillMode::Panic => "panic",
+        })
+    }
+}
+
+impl FromStr for KillMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "stop" => Ok(KillMode::Stop),
+            "panic" => Ok(KillMode::Panic),
+            other => Err(format!("unknown kill mode '{other}' (expected stop or panic)")),
+        }
+    }
+}
+
+/// What a partition does to the messages it catches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PartitionMode {
+    Drop,
+    Delay(Duration),
+}
+
+/// A fault request that could not be carried out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultError {
+    /// The path or glob is malformed.
+    BadPattern(PathError),
+    /// Nothing running matches.
+    NoMatch(String),
+}
+
+impl fmt::Display for FaultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultError::BadPattern(e) => write!(f, "{e}"),
+            FaultError::NoMatch(p) => write!(f, "no running actor matches '{p}'"),
+        }
+    }
+}
+
+impl std::error::Error for FaultError {}
+
+/// One actor a kill reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Killed {
+    pub path: ActorPath,
+    pub incarnation: u64,
+    pub actor_type: String,
+}
+
+#[derive(Clone, Debug)]
+struct Partition {
+    glob: PathGlob,
+    mode: PartitionMode,
+    until: Duration,
+}
+
+/// What an endpoint does with one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Deliver,
+    Drop,
+    Delay(Duration),
+}
+
+/// The partitions of one cluster.
+#[derive(Default)]
+pub(crate) struct FaultState {
+    active: AtomicBool,
+    partitions: RwLock<Vec<Partition>>,
+}
+
+impl FaultState {
+    /// How a message from `from` to `to` travels right now.
+    pub(crate) fn route(&self, clock: &Clock, from: Option<&ActorPath>, to: &ActorPath) -> Route {
+        if !self.active.load(Ordering::Acquire) {
+            return Route::Deliver;
+        }
+        let now = clock.now();
+        let mut route = Route::Deliver;
+        let mut expired = false;
+        {
+            let parts = self.partitions.read().unwrap_or_else(|p| p.into_inner());
+            for p in parts.iter() {
+                if p.until <= now {
+                    expired = true;
+                    continue;
+                }
+                let hit = p.glob.matches(to.as_str()) || from.is_some_and(|f| p.glob.matches(f.as_str()));
+                if hit {
+                    match p.mode {
+                        PartitionMode::Drop => return Route::Drop,
+                        PartitionMode::Delay(d) => {
+                            route = match route {
+                                Route::Delay(prev) if prev >= d => route,
+                                _ => Route::Delay(d),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if expired {
+            let mut parts = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+            parts.retain(|p| p.until > now);
+            self.active.store(!parts.is_empty(), Ordering::Release);
+        }
+        route
+    }
+
+    fn add(&self, p: Partition) {
+        let mut parts = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        parts.push(p);
+        self.active.store(true, Ordering::Release);
+    }
+
+    fn clear(&self) {
+        let mut parts = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        parts.clear();
+        self.active.store(false, Ordering::Release);
+    }
+}
+
+/// One kill of a plan: at `at` after the plan starts, kill what matches `target`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedFault {
+    pub at: Duration,
+    pub target: String,
+    pub mode: KillMode,
+}
+
+/// A list of kills at moments, in time order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultPlan {
+    pub seed: Option<u64>,
+    pub faults: Vec<PlannedFault>,
+}
+
+/// The generator of seeded plans: SplitMix64, written out here so a seed means the same
+/// plan forever (a library's generator may change between versions).
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), by rejection so there is no modulo bias.
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n <= 1 {
+            return 0;
+        }
+        let zone = u64::MAX - (u64::MAX % n);
+        loop {
+            let v = self.next_u64();
+            if v < zone {
+                return v % n;
+            }
+        }
+    }
+}
+
+impl FaultPlan {
+    /// A plan from explicit kills; every target is validated, kills are sorted by time
+    /// (stable for equal times).
+    pub fn new(mut faults: Vec<PlannedFault>) -> Result<FaultPlan, FaultError> {
+        for f in &faults {
+            PathGlob::parse(&f.target).map_err(FaultError::BadPattern)?;
+        }
+        faults.sort_by_key(|f| f.at);
+        Ok(FaultPlan { seed: None, faults })
+    }
+
+    /// A random plan, a pure function of its arguments: `kills` kills, each of a target
+    /// drawn from `targets` (paths or globs), at a millisecond drawn from `0..window`, as a
+    /// stop or a panic.
+    pub fn seeded(
+        seed: u64,
+        targets: &[&str],
+        kills: usize,
+        window: Duration,
+    ) -> Result<FaultPlan, FaultError> {
+        if targets.is_empty() {
+            return Err(FaultError::NoMatch("(an empty list of targets)".into()));
+        }
+        for t in targets {
+            PathGlob::parse(t).map_err(FaultError::BadPattern)?;
+        }
+        let mut rng = SplitMix64::new(seed);
+        let window_ms = (window.as_millis() as u64).max(1);
+        let faults = (0..kills)
+            .map(|_| {
+                let target = targets[rng.below(targets.len() as u64) as usize].to_string();
+                let at = Duration::from_millis(rng.below(window_ms));
+                let mode = if rng.below(2) == 0 {
+                    KillMode::Stop
+                } else {
+                    KillMode::Panic
+                };
+                PlannedFault { at, target, mode }
+            })
+            .collect();
+        let mut plan = FaultPlan::new(faults)?;
+        plan.seed = Some(seed);
+        Ok(plan)
+    }
+}
+
+/// What one planned kill did: the actors it reached, or none (skipped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanOutcome {
+    pub fault: PlannedFault,
+    pub killed: Vec<Killed>,
+}
+
+/// A plan being carried out.
+#[derive(Clone, Debug, Default)]
+pub struct PlanRun {
+    outcomes: Arc<Mutex<Vec<PlanOutcome>>>,
+    finished: Arc<AtomicBool>,
+}
+
+impl PlanRun {
+    /// The kills carried out so far, in order.
+    pub fn outcomes(&self) -> Vec<PlanOutcome> {
+        self.outcomes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+}
+
+impl Cluster {
+    /// Kills every running actor matching `target` (a path or glob) at once.
+    pub fn kill(&self, target: &str, mode: KillMode, by: &str) -> Result<Vec<Killed>, FaultError> {
+        let glob = PathGlob::parse(target).map_err(FaultError::BadPattern)?;
+        let victims = self.registry().matching(&glob);
+        if victims.is_empty() {
+            return Err(FaultError::NoMatch(target.to_string()));
+        }
+        let mut killed = Vec::with_capacity(victims.len());
+        for v in victims {
+            if v.is_done() {
+                continue;
+            }
+            in_scope(v.log_ctx(), || {
+                tracing::warn!(
+                    event = "fault_injected",
+                    mode = %mode,
+                    target = v.path().as_str(),
+                    by,
+                    "fault injection: {mode} {} as asked by {by}",
+                    v.path()
+                )
+            });
+            match mode {
+                KillMode::Stop => v.request_stop(ExitReason::Killed { by: by.to_string() }),
+                KillMode::Panic => v.request_panic(by),
+            }
+            killed.push(Killed {
+                path: v.path().clone(),
+                incarnation: v.incarnation(),
+                actor_type: v.actor_type().to_string(),
+            });
+        }
+        Ok(killed)
+    }
+
+    /// Kills what matches `target` once `after` has passed on the cluster clock. The
+    /// pattern is checked now; what it matches is decided when the time comes (a planned
+    /// kill that then matches nothing is logged as `fault_skipped`).
+    pub fn kill_after(
+        &self,
+        target: &str,
+        mode: KillMode,
+        after: Duration,
+        by: &str,
+    ) -> Result<(), FaultError> {
+        PathGlob::parse(target).map_err(FaultError::BadPattern)?;
+        let (cluster, target, by) = (self.clone(), target.to_string(), by.to_string());
+        let deadline = self.clock().now().saturating_add(after);
+        self.spawn_task(async move {
+            cluster.clock().sleep_until(deadline).await;
+            cluster.kill_or_skip(&target, mode, &by);
+        });
+        Ok(())
+    }
+
+    fn kill_or_skip(&self, target: &str, mode: KillMode, by: &str) -> Vec<Killed> {
+        match self.kill(target, mode, by) {
+            Ok(killed) => killed,
+            Err(e) => {
+                in_scope(
+                    self.log_ctx(),
+                    || tracing::warn!(event = "fault_skipped", mode = %mode, target, by, "fault injection skipped: {e}"),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// Drops or delays every message to and from actors matching `target` for `duration`.
+    pub fn partition(
+        &self,
+        target: &str,
+        mode: PartitionMode,
+        duration: Duration,
+        by: &str,
+    ) -> Result<(), FaultError> {
+        let glob = PathGlob::parse(target).map_err(FaultError::BadPattern)?;
+        let until = self.clock().now().saturating_add(duration);
+        in_scope(self.log_ctx(), || {
+            tracing::warn!(
+                event = "partition_started",
+                target,
+                mode = ?mode,
+                by,
+                duration_ms = duration.as_millis() as u64,
+                "partition: messages to and from {target} {} for {}",
+                match mode {
+                    PartitionMode::Drop => "dropped".to_string(),
+                    PartitionMode::Delay(d) => format!("delayed by {}", humantime::format_duration(d)),
+                },
+                humantime::format_duration(duration)
+            )
+        });
+        self.faults().add(Partition { glob, mode, until });
+        Ok(())
+    }
+
+    /// Ends every partition now.
+    pub fn heal_partitions(&self) {
+        self.faults().clear();
+    }
+
+    /// Carries out `plan` on the cluster clock, starting now.
+    pub fn run_plan(&self, plan: FaultPlan, by: &str) -> PlanRun {
+        let run = PlanRun::default();
+        let (cluster, by, r) = (self.clone(), by.to_string(), run.clone());
+        let start = self.clock().now();
+        self.spawn_task(async move {
+            for fault in plan.faults {
+                cluster.clock().sleep_until(start.saturating_add(fault.at)).await;
+                let killed = cluster.kill_or_skip(&fault.target, fault.mode, &by);
+                r.outcomes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(PlanOutcome { fault, killed });
+            }
+            r.finished.store(true, Ordering::Release);
+        });
+        run
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_plans_replay() {
+        let targets = ["*/allocator", "*/driver-endpoint", "/node/rm"];
+        let a = FaultPlan::seeded(42, &targets, 10, Duration::from_secs(5)).unwrap();
+        let b = FaultPlan::seeded(42, &targets, 10, Duration::from_secs(5)).unwrap();
+        let c = FaultPlan::seeded(43, &targets, 10, Duration::from_secs(5)).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.faults.len(), 10);
+        assert!(a.faults.windows(2).all(|w| w[0].at <= w[1].at));
+        assert!(a.faults.iter().all(|f| f.at < Duration::from_secs(5)));
+        assert!(a.faults.iter().any(|f| f.mode == KillMode::Stop));
+        assert!(a.faults.iter().any(|f| f.mode == KillMode::Panic));
+        // The generator is fixed: these values must never change.
+        let mut g = SplitMix64::new(0);
+        assert_eq!(g.next_u64(), 0xE220_A839_7B1D_CDAF);
+    }
+
+    #[test]
+    fn bad_targets_are_rejected() {
+        assert!(matches!(
+            FaultPlan::seeded(1, &["no-slash"], 1, Duration::from_secs(1)),
+            Err(FaultError::BadPattern(_))
+        ));
+        assert!(FaultPlan::seeded(1, &[], 1, Duration::from_secs(1)).is_err());
+        assert_eq!("panic".parse::<KillMode>(), Ok(KillMode::Panic));
+        assert!("maim".parse::<KillMode>().is_err());
+    }
+
+    #[test]
+    fn partitions_route_and_expire() {
+        let clock = Clock::manual();
+        let state = FaultState::default();
+        let exec = ActorPath::parse("/node/nm-host1/c1/executor-1").unwrap();
+        let driver = ActorPath::parse("/node/nm-host1/c0/driver-endpoint").unwrap();
+        assert_eq!(state.route(&clock, Some(&exec), &driver), Route::Deliver);
+        state.add(Partition {
+            glob: PathGlob::parse("*/executor-1").unwrap(),
+            mode: PartitionMode::Drop,
+            until: Duration::from_secs(10),
+        });
+        assert_eq!(state.route(&clock, Some(&exec), &driver), Route::Drop);
+        assert_eq!(state.route(&clock, Some(&driver), &exec), Route::Drop);
+        assert_eq!(state.route(&clock, None, &driver), Route::Deliver);
+        clock.advance_now(Duration::from_secs(10));
+        assert_eq!(state.route(&clock, Some(&exec), &driver), Route::Deliver);
+        assert!(!state.active.load(Ordering::Acquire));
+    }
+}

@@ -1,0 +1,35 @@
+//! The supervision runtime on actix.
+//!
+//! What actix does not give and sparkyard needs, with the semantics of Erlang/OTP:
+//! supervisors with child specs, strategies, restart types, restart intensity and
+//! escalation ([`supervisor`]); panics caught in every handler, timer and hook and turned
+//! into failures ([`cell`], [`panic`]); actor paths and globs ([`path`]); a registry that
+//! resolves a path to the live incarnation ([`registry`]); death watch ([`watch`]); fault
+//! injection by path or glob, partitions and seeded plans ([`fault`]); one clock, real or
+//! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); and all of it per
+//! [`cluster`] instance.
+
+pub mod cancel;
+pub mod cell;
+pub mod clock;
+pub mod cluster;
+pub mod exit;
+pub mod fault;
+pub mod panic;
+pub mod path;
+pub mod registry;
+pub mod supervisor;
+pub mod timers;
+pub mod watch;
+
+pub use cancel::{CancelToken, Cancelled};
+pub use cell::Me;
+pub use clock::Clock;
+pub use cluster::Cluster;
+pub use exit::ExitReason;
+pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault};
+pub use path::{ActorPath, PathGlob};
+pub use supervisor::{
+    Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervisor, SupervisorSpec,
+};
+pub use watch::Terminated;

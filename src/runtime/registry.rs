@@ -1,0 +1,229 @@
+//! The name registry: actor path → the live incarnation, and death-watch subscriptions.
+//!
+//! Peers never keep an actor's actix address; they keep its path and resolve it here on
+//! each send (a dashmap read), so a message sent after a restart reaches the new
+//! incarnation. Incarnation numbers are per path and only grow, across restarts and across
+//! a dynamic child being removed and added again.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use actix::{Actor, Addr, Recipient};
+use dashmap::DashMap;
+use serde::{Deserialize, Serialize};
+
+use super::cell::CellShared;
+use super::exit::ExitReason;
+use super::path::{ActorPath, PathGlob};
+use super::supervisor::ChildKind;
+use super::watch::Terminated;
+
+pub(crate) struct Entry {
+    pub(crate) shared: Arc<CellShared>,
+    pub(crate) addr: Box<dyn Any + Send + Sync>,
+}
+
+pub(crate) struct Watcher {
+    pub(crate) target_incarnation: u64,
+    pub(crate) watcher: ActorPath,
+    pub(crate) watcher_incarnation: u64,
+    pub(crate) recipient: Recipient<Terminated>,
+}
+
+/// Why a path could not be resolved to an actor of the expected type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupError {
+    NotFound {
+        path: ActorPath,
+    },
+    WrongType {
+        path: ActorPath,
+        actual: &'static str,
+        expected: &'static str,
+    },
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LookupError::NotFound { path } => write!(f, "no live actor at {path}"),
+            LookupError::WrongType {
+                path,
+                actual,
+                expected,
+            } => {
+                write!(f, "the actor at {path} is a {actual}, not a {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LookupError {}
+
+/// What `sparkyard actors` shows for one live actor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActorInfo {
+    pub path: ActorPath,
+    pub actor_type: String,
+    pub incarnation: u64,
+    /// Restarts so far (incarnation − 1).
+    pub restarts: u64,
+    pub kind: ChildKind,
+    pub node: Option<String>,
+    /// `running`, or `stopping` while a stop or kill is under way.
+    pub status: String,
+}
+
+/// One cluster's registry.
+#[derive(Default)]
+pub struct Registry {
+    entries: DashMap<ActorPath, Entry>,
+    incarnations: DashMap<ActorPath, u64>,
+    watchers: DashMap<ActorPath, Vec<Watcher>>,
+}
+
+impl Registry {
+    /// The next incarnation number of `path` (1 for its first start).
+    pub(crate) fn next_incarnation(&self, path: &ActorPath) -> u64 {
+        let mut n = self.incarnations.entry(path.clone()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    pub(crate) fn insert(&self, shared: Arc<CellShared>, addr: Box<dyn Any + Send + Sync>) {
+        self.entries.insert(shared.path.clone(), Entry { shared, addr });
+    }
+
+    /// Removes the entry of `path` if it is still `incarnation` (a newer one stays).
+    pub(crate) fn remove_if(&self, path: &ActorPath, incarnation: u64) -> bool {
+        self.entries
+            .remove_if(path, |_, e| e.shared.incarnation == incarnation)
+            .is_some()
+    }
+
+    /// Runs `f` with the live address of the actor at `path`, typed as `A`.
+    pub(crate) fn with_addr<A: Actor, R>(
+        &self,
+        path: &ActorPath,
+        f: impl FnOnce(&Addr<A>, &Arc<CellShared>) -> R,
+    ) -> Result<R, LookupError> {
+        let entry = self
+            .entries
+            .get(path)
+            .ok_or_else(|| LookupError::NotFound { path: path.clone() })?;
+        match entry.addr.downcast_ref::<Addr<A>>() {
+            Some(addr) => Ok(f(addr, &entry.shared)),
+            None => Err(LookupError::WrongType {
+                path: path.clone(),
+                actual: entry.shared.actor_type,
+                expected: super::path::short_type_name::<A>(),
+            }),
+        }
+    }
+
+    /// The live incarnation at `path`.
+    pub(crate) fn shared(&self, path: &ActorPath) -> Option<Arc<CellShared>> {
+        self.entries.get(path).map(|e| e.shared.clone())
+    }
+
+    /// Whether an actor is running at `path`.
+    pub fn contains(&self, path: &ActorPath) -> bool {
+        self.entries.contains_key(path)
+    }
+
+    /// The incarnation running at `path`, if any.
+    pub fn incarnation(&self, path: &ActorPath) -> Option<u64> {
+        self.entries.get(path).map(|e| e.shared.incarnation)
+    }
+
+    /// Every live actor whose path matches `glob`, sorted by path.
+    pub(crate) fn matching(&self, glob: &PathGlob) -> Vec<Arc<CellShared>> {
+        let mut found: Vec<Arc<CellShared>> = self
+            .entries
+            .iter()
+            .filter(|e| glob.matches(e.key().as_str()))
+            .map(|e| e.shared.clone())
+            .collect();
+        found.sort_by(|a, b| a.path.cmp(&b.path));
+        found
+    }
+
+    /// Every live actor strictly below `path`, deepest first.
+    pub(crate) fn descendants(&self, path: &ActorPath) -> Vec<Arc<CellShared>> {
+        let mut found: Vec<Arc<CellShared>> = self
+            .entries
+            .iter()
+            .filter(|e| path.is_ancestor_of(e.key()))
+            .map(|e| e.shared.clone())
+            .collect();
+        found.sort_by_key(|s| std::cmp::Reverse(s.path.depth()));
+        found
+    }
+
+    /// Number of live actors.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A snapshot of every live actor, sorted by path.
+    pub fn snapshot(&self) -> Vec<ActorInfo> {
+        let mut out: Vec<ActorInfo> = self
+            .entries
+            .iter()
+            .map(|e| {
+                let s = &e.shared;
+                ActorInfo {
+                    path: s.path.clone(),
+                    actor_type: s.actor_type.to_string(),
+                    incarnation: s.incarnation,
+                    restarts: s.incarnation.saturating_sub(1),
+                    kind: s.kind,
+                    node: s.log.node.as_deref().map(str::to_string),
+                    status: s.status().to_string(),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
+    pub(crate) fn add_watcher(&self, target: &ActorPath, w: Watcher) {
+        self.watchers.entry(target.clone()).or_default().push(w);
+    }
+
+    /// Removes and returns the watchers of `path`'s incarnation `incarnation`.
+    pub(crate) fn take_watchers(&self, path: &ActorPath, incarnation: u64) -> Vec<Watcher> {
+        let mut taken = Vec::new();
+        if let Some(mut list) = self.watchers.get_mut(path) {
+            let mut i = 0;
+            while i < list.len() {
+                if list[i].target_incarnation == incarnation {
+                    taken.push(list.swap_remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        self.watchers.remove_if(path, |_, l| l.is_empty());
+        taken
+    }
+
+    /// Delivers `Terminated` to the watchers of an incarnation that just ended.
+    pub(crate) fn notify_watchers(&self, path: &ActorPath, incarnation: u64, reason: &ExitReason) {
+        for w in self.take_watchers(path, incarnation) {
+            // A watcher that has itself been replaced or stopped is not told.
+            if self.incarnation(&w.watcher) == Some(w.watcher_incarnation) {
+                w.recipient.do_send(Terminated {
+                    path: path.clone(),
+                    incarnation,
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
+}
