@@ -3,6 +3,7 @@
 
 pub mod ctx;
 pub mod format;
+pub mod reader;
 pub mod sink;
 pub mod writer;
 
