@@ -1,1 +1,5 @@
-fn main() {}
+//! The `sparkyard` binary: everything is in the library's `cli` module.
+
+fn main() {
+    std::process::exit(sparkyard::cli::run(std::env::args_os().collect()));
+}

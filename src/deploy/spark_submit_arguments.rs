@@ -232,6 +232,12 @@ pub struct SparkSubmitArguments {
     /// Warnings produced by [`resolve`](Self::resolve) (Spark logs them; sparkyard's caller
     /// prints them).
     pub warnings: Vec<String>,
+    /// `--config-dir` (sparkyard): where spark-defaults.conf and yarn-site.conf are read.
+    pub config_dir: Option<String>,
+    /// `--log-dir` (sparkyard): where the structured logs are written.
+    pub log_dir: Option<String>,
+    /// `--log-level` (sparkyard): the log filter, overriding `RUST_LOG`.
+    pub log_level: Option<String>,
     /// How many raw arguments were given (Spark's "no arguments at all" check).
     arg_count: usize,
 }
@@ -269,6 +275,9 @@ enum ValueOpt {
     Repositories,
     Status,
     TotalExecutorCores,
+    ConfigDir,
+    LogDir,
+    LogLevel,
 }
 
 /// Options that take no value.
@@ -315,6 +324,10 @@ fn value_option(name: &str) -> Option<ValueOpt> {
         "--repositories" => ValueOpt::Repositories,
         "--status" => ValueOpt::Status,
         "--total-executor-cores" => ValueOpt::TotalExecutorCores,
+        // sparkyard's own options (not Spark's)
+        "--config-dir" => ValueOpt::ConfigDir,
+        "--log-dir" => ValueOpt::LogDir,
+        "--log-level" => ValueOpt::LogLevel,
         _ => return None,
     };
     Some(opt)
@@ -506,6 +519,9 @@ impl SparkSubmitArguments {
     ) -> Result<(), SubmitArgsError> {
         match opt {
             ValueOpt::Name => self.name = Some(value),
+            ValueOpt::ConfigDir => self.config_dir = Some(value),
+            ValueOpt::LogDir => self.log_dir = Some(value),
+            ValueOpt::LogLevel => self.log_level = Some(value),
             ValueOpt::Master => self.master = Some(value),
             ValueOpt::Remote => self.remote = Some(value),
             ValueOpt::Class => self.main_class = Some(value),
@@ -922,7 +938,7 @@ Options:
   --files FILES               Comma-separated files to place in each executor's working directory.
   --archives ARCHIVES         Comma-separated archives to unpack in each executor's working directory.
   --conf, -c PROP=VALUE       A configuration property (spark.* or yarn.*); may be repeated.
-  --properties-file FILE      File to read extra properties from (default: conf/spark-defaults.conf).
+  --properties-file FILE      File to read extra properties from (default: <config dir>/spark-defaults.conf).
   --load-spark-defaults       Read spark-defaults.conf as well when --properties-file is given.
   --driver-memory MEM         Memory for the driver, e.g. 1000M, 2G (default: 1G).
   --driver-cores NUM          Cores for the driver, cluster mode only (default: 1).
@@ -935,6 +951,11 @@ Options:
   --help, -h                  Show this message and exit.
   --verbose, -v               Print the parsed arguments and properties.
   --version                   Print the version and exit.
+
+sparkyard's own options (before the application):
+  --config-dir DIR            Where spark-defaults.conf and yarn-site.conf are (default: $SPARKYARD_CONF_DIR, else ./config).
+  --log-dir DIR               Where structured logs are written (default: $SPARKYARD_LOG_DIR, else ./logs).
+  --log-level LEVEL           error, warn, info, debug, trace or a RUST_LOG directive (default: $RUST_LOG, else info).
 
 Accepted for compatibility with spark-submit but without effect in sparkyard:
   --packages, --exclude-packages, --repositories, --py-files, --driver-java-options,

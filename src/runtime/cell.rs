@@ -222,10 +222,10 @@ impl<A: Actor<Context = Context<A>>> Future for Cell<A> {
                 let by = lock(&this.shared.panic_by)
                     .take()
                     .unwrap_or_else(|| "unknown".into());
-                let message = match catch(|| -> () { panic!("injected panic (fault injection by {by})") }) {
-                    Err(m) => m,
-                    Ok(()) => format!("injected panic (fault injection by {by})"),
-                };
+                // A real panic inside the cell, so the path is the one a handler's panic takes;
+                // the reason leaves out the location, which would only point here.
+                let message = format!("injected panic (fault injection by {by})");
+                let _ = catch(|| -> () { panic!("{message}") });
                 return this.terminate(ExitReason::Panic { message });
             }
             CMD_STOP => {

@@ -1,0 +1,322 @@
+//! The `sparkyard` command line: `submit | node | logs | actors | chaos | executor`.
+//!
+//! Every bad input ends with one line on stderr naming the problem and a non-zero status;
+//! clap's multi-line errors are cut to their first line. `submit` and `executor` take their
+//! arguments raw and parse them as spark-submit and CoarseGrainedExecutorBackend do, so
+//! everything after `submit`'s primary resource belongs to the application.
+//!
+//! Exit statuses: 0 success; 1 bad input (arguments or configuration); 255 `submit` with no
+//! arguments at all (spark-submit's -1); 3 the command needs a part of sparkyard that is not
+//! built yet (it says which).
+
+pub mod config;
+pub mod submit;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+
+use crate::executor::args::{executor_usage, parse_executor_args};
+use crate::logs::reader::{self, LogsArgs};
+use crate::logs::{Console, LogInit};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_BAD_INPUT: i32 = 1;
+pub const EXIT_NOT_BUILT: i32 = 3;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sparkyard",
+    version,
+    about = "Spark-on-YARN's control plane as a supervised actor system",
+    long_about = "Spark-on-YARN's control plane as a supervised actor system: spark-submit, the YARN \
+                  ResourceManager and NodeManagers, the ApplicationMaster and the driver's schedulers, \
+                  each an actor under supervision, with structured logs and fault injection.",
+    disable_help_subcommand = true,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Submit an application, as spark-submit does: options, the application, its arguments
+    /// (`sparkyard submit --help` lists the options).
+    #[command(disable_help_flag = true)]
+    Submit {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
+    /// Run the all-in-one node: the ResourceManager and the NodeManagers of yarn-site.conf.
+    Node(NodeArgs),
+    /// Read the structured logs, grouped per container as `yarn logs` prints them.
+    Logs(LogsArgs),
+    /// Print a running node's supervision tree.
+    Actors(ActorsArgs),
+    /// Inject faults into a running node: kill actors, partition them, run a seeded plan.
+    Chaos(ChaosArgs),
+    /// The executor backend (CoarseGrainedExecutorBackend) as a NodeManager launches it
+    /// (`sparkyard executor --help` lists its arguments).
+    #[command(disable_help_flag = true)]
+    Executor {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
+}
+
+/// Where a command finds its configuration.
+#[derive(Args, Debug, Clone, Default)]
+struct ConfArgs {
+    /// Directory with spark-defaults.conf and yarn-site.conf [default: $SPARKYARD_CONF_DIR, else ./config].
+    #[arg(long, value_name = "DIR")]
+    config_dir: Option<PathBuf>,
+    /// A Spark or YARN configuration property, overriding the files; may be repeated.
+    #[arg(long = "conf", short = 'c', value_name = "KEY=VALUE")]
+    conf: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct NodeArgs {
+    #[command(flatten)]
+    conf: ConfArgs,
+    /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+    /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct ActorsArgs {
+    /// Only the actors of this application.
+    #[arg(long, value_name = "APP_ID")]
+    app: Option<String>,
+    #[command(flatten)]
+    conf: ConfArgs,
+}
+
+#[derive(Args, Debug)]
+struct ChaosArgs {
+    #[command(subcommand)]
+    action: ChaosAction,
+    #[command(flatten)]
+    conf: ConfArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum ChaosAction {
+    /// Kill every actor matching a path or glob (`*` matches anything, `/` included).
+    Kill {
+        /// An actor path (`/node/rm`) or glob (`*/allocator`).
+        target: String,
+        /// Kill with a panic instead of a stop.
+        #[arg(long)]
+        panic: bool,
+        /// Kill after this long (e.g. 500ms, 2s, 1m 30s).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        after: Option<Duration>,
+    },
+    /// Drop (or delay) every message to and from matching actors for a while.
+    Partition {
+        /// An actor path or glob.
+        target: String,
+        /// How long the partition lasts.
+        #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+        duration: Duration,
+        /// Delay messages by this much instead of dropping them.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        delay: Option<Duration>,
+    },
+    /// Run a seeded random plan of kills; the same seed gives the same plan.
+    Plan {
+        #[arg(long)]
+        seed: u64,
+        /// How long the plan runs.
+        #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+        duration: Duration,
+    },
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}; e.g. 500ms, 2s, 1m 30s)"))
+}
+
+/// Prints `<who>: error: <message>` on stderr.
+pub fn fail(who: &str, message: &str) {
+    eprintln!("{who}: error: {message}");
+}
+
+/// Installs the process's log subscriber: readable lines on stderr at `level` (else
+/// `RUST_LOG`, else info).
+pub fn init_logs(level: Option<&str>) -> Result<(), String> {
+    crate::logs::init(&LogInit {
+        level: level.map(str::to_string),
+        console: Console::Human,
+    })
+}
+
+/// The first line of a clap error, without clap's `error: ` prefix.
+fn clap_one_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid command line");
+    first.trim_start_matches("error: ").trim().to_string()
+}
+
+/// Runs the command line `args` (program name first); returns the exit status.
+pub fn run(args: Vec<OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    print!("{}", e.render());
+                    EXIT_OK
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    eprint!("{}", e.render());
+                    EXIT_BAD_INPUT
+                }
+                _ => {
+                    fail(
+                        "sparkyard",
+                        &format!("{} (see 'sparkyard --help')", clap_one_line(&e)),
+                    );
+                    EXIT_BAD_INPUT
+                }
+            }
+        }
+    };
+    match cli.command {
+        Command::Submit { args } => submit::run(&args),
+        Command::Node(args) => node(args),
+        Command::Logs(args) => logs(args),
+        Command::Actors(args) => needs_running_node("sparkyard actors", &args.conf),
+        Command::Chaos(args) => needs_running_node("sparkyard chaos", &args.conf),
+        Command::Executor { args } => executor(&args),
+    }
+}
+
+fn overrides(conf: &ConfArgs) -> Result<Vec<(String, String)>, String> {
+    let pairs = conf
+        .conf
+        .iter()
+        .map(|p| config::parse_conf_pair(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (kept, warnings) = config::spark_and_yarn_only(pairs);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(kept)
+}
+
+fn node(args: NodeArgs) -> i32 {
+    const WHO: &str = "sparkyard node";
+    if let Err(e) = init_logs(args.log_level.as_deref()) {
+        fail(WHO, &e);
+        return EXIT_BAD_INPUT;
+    }
+    let loaded = overrides(&args.conf).and_then(|o| config::load(args.conf.config_dir.as_deref(), &o));
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            fail(WHO, &e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let nodes = match crate::conf::node_managers(&loaded.conf) {
+        Ok(n) => n,
+        Err(e) => {
+            fail(WHO, &e.to_string());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let hosts: Vec<&str> = nodes.iter().map(|n| n.host.as_str()).collect();
+    fail(
+        WHO,
+        &format!(
+            "configuration in {} is valid ({} node managers: {}), but the ResourceManager and NodeManagers are not built yet",
+            loaded.dir.display(),
+            nodes.len(),
+            hosts.join(", ")
+        ),
+    );
+    EXIT_NOT_BUILT
+}
+
+fn logs(args: LogsArgs) -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = std::io::LineWriter::new(stdout.lock());
+    match reader::run(&args, &mut out, &mut stderr.lock()) {
+        Ok(()) => EXIT_OK,
+        Err(reader::LogsError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            fail("sparkyard logs", &e.to_string());
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+fn needs_running_node(who: &str, conf: &ConfArgs) -> i32 {
+    if let Err(e) = overrides(conf).and_then(|o| config::load(conf.config_dir.as_deref(), &o)) {
+        fail(who, &e);
+        return EXIT_BAD_INPUT;
+    }
+    fail(
+        who,
+        "this talks to a running node over its control protocol, which is not built yet (run faults in-process with the runtime's Cluster::kill, partition and run_plan)",
+    );
+    EXIT_NOT_BUILT
+}
+
+fn executor(args: &[String]) -> i32 {
+    const WHO: &str = "sparkyard executor";
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{}", executor_usage());
+        return EXIT_OK;
+    }
+    let host = local_hostname();
+    match parse_executor_args(args, &host) {
+        Err(e) => {
+            eprint!("{}", executor_usage());
+            fail(WHO, &e.to_string());
+            e.exit_code()
+        }
+        Ok(parsed) => {
+            fail(
+                WHO,
+                &format!(
+                    "arguments are valid (executor {} of {}), but the executor backend is not built yet",
+                    parsed.executor_id, parsed.app_id
+                ),
+            );
+            EXIT_NOT_BUILT
+        }
+    }
+}
+
+/// This machine's host name (`HOSTNAME`, else /etc/hostname, else `localhost`).
+pub fn local_hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}

@@ -1,0 +1,244 @@
+//! The command line: bad input ends with one line naming the problem and a non-zero status,
+//! never a panic; commands whose part of the system is not built yet say so.
+
+use std::process::Command;
+
+fn sparkyard(args: &[&str]) -> (i32, String, String) {
+    sparkyard_in(args, None)
+}
+
+fn sparkyard_in(args: &[&str], dir: Option<&std::path::Path>) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sparkyard"));
+    cmd.args(args)
+        .env_remove("SPARKYARD_CONF_DIR")
+        .env_remove("RUST_LOG")
+        .env("RUST_BACKTRACE", "0");
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The last line of stderr (usage text may come before it), checked to be the only error line.
+fn one_error_line(err: &str) -> String {
+    assert!(!err.contains("panicked"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(errors.len(), 1, "exactly one error line: {err}");
+    errors[0].to_string()
+}
+
+fn config_dir() -> String {
+    format!("{}/config", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn bad_configuration_values_name_key_and_value() {
+    let cd = config_dir();
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &cd,
+        "--conf",
+        "spark.scheduler.revive.interval=12x",
+        "x.jar",
+    ]);
+    assert_eq!(code, 1);
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("spark.scheduler.revive.interval") && line.contains("'12x'"),
+        "{line}"
+    );
+    // Memory given through --conf is checked by spark-submit's own rule first, as in Spark.
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &cd,
+        "--conf",
+        "spark.executor.memory=12x",
+        "x.jar",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        one_error_line(&err).contains("Executor memory must be a positive number"),
+        "{err}"
+    );
+
+    let (code, _, err) = sparkyard(&[
+        "node",
+        "--config-dir",
+        &cd,
+        "--conf",
+        "yarn.resourcemanager.am.max-attempts=0",
+    ]);
+    assert_eq!(code, 1);
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("yarn.resourcemanager.am.max-attempts") && line.contains("'0'"),
+        "{line}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("yarn-site.conf"),
+        "yarn.sparkyard.nodemanager.h1 rack=nope\n",
+    )
+    .unwrap();
+    let (code, _, err) = sparkyard(&["node", "--config-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("yarn.sparkyard.nodemanager.h1") && line.contains("nope"),
+        "{line}"
+    );
+
+    let (code, _, err) = sparkyard(&["node", "--config-dir", "/no/such/config"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        one_error_line(&err),
+        "sparkyard node: error: config directory /no/such/config does not exist"
+    );
+}
+
+#[test]
+fn bad_command_lines_are_one_line_errors() {
+    for (args, expect) in [
+        (vec!["bogus"], "unrecognized subcommand 'bogus'"),
+        (
+            vec!["submit", "--bogus", "x.jar"],
+            "Unrecognized option '--bogus'.",
+        ),
+        (
+            vec!["submit", "--deploy-mode", "sideways", "x.jar"],
+            "--deploy-mode must be either \"client\" or \"cluster\"",
+        ),
+        (
+            vec!["submit", "--class", "X"],
+            "Must specify a primary resource (JAR or Python or R file)",
+        ),
+        (
+            vec!["submit", "--executor-memory", "-1", "x.jar"],
+            "Executor memory must be a positive number",
+        ),
+        (
+            vec!["submit", "--conf", "novalue", "x.jar"],
+            "Spark config without '=': novalue",
+        ),
+        (
+            vec!["submit", "--master", "spark://h:7077", "x.jar"],
+            "Master 'spark://h:7077' is not supported",
+        ),
+        (
+            vec!["submit", "--log-level", "info,[[", "x.jar"],
+            "invalid log level",
+        ),
+        (
+            vec!["chaos", "kill", "/x", "--after", "soon"],
+            "is not a duration",
+        ),
+        (vec!["logs", "--level", "loud", "--log-dir", "."], "loud"),
+        (vec!["executor", "--cores", "two"], "--cores"),
+        (
+            vec!["node", "--conf", "novalue"],
+            "--conf expects key=value, got 'novalue'",
+        ),
+    ] {
+        let (code, _, err) = sparkyard(&args);
+        assert_ne!(code, 0, "{args:?}");
+        let line = one_error_line(&err);
+        assert!(line.contains(expect), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn everything_after_the_primary_resource_belongs_to_the_application() {
+    let cd = config_dir();
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &cd,
+        "--class",
+        "org.apache.spark.examples.SparkPi",
+        "app.jar",
+        "--bogus",
+        "--conf",
+        "not=checked",
+        "--help",
+    ]);
+    // The arguments were accepted: the command goes as far as this version goes.
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("running org.apache.spark.examples.SparkPi"), "{err}");
+}
+
+#[test]
+fn help_and_version() {
+    let (code, out, _) = sparkyard(&["--version"]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, concat!("sparkyard ", env!("CARGO_PKG_VERSION")))
+    );
+    for cmd in ["node", "logs", "actors", "chaos"] {
+        let (code, out, _) = sparkyard(&[cmd, "--help"]);
+        assert_eq!(code, 0, "{cmd}");
+        assert!(out.contains("Usage: sparkyard"), "{cmd}: {out}");
+    }
+    let (code, out, _) = sparkyard(&["submit", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("Usage: sparkyard submit [options]"));
+    let (code, out, _) = sparkyard(&["executor", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--driver-url"));
+    let (code, out, _) = sparkyard(&["submit", "--version"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("Welcome to sparkyard version"));
+}
+
+#[test]
+fn roles_not_built_yet_say_so_and_exit_3() {
+    let cd = config_dir();
+    let (code, _, err) = sparkyard(&["node", "--config-dir", &cd]);
+    assert_eq!(code, 3);
+    assert!(
+        one_error_line(&err).contains("3 node managers: host1, host2, host3"),
+        "{err}"
+    );
+    for args in [
+        vec!["actors"],
+        vec!["chaos", "kill", "*/allocator"],
+        vec!["chaos", "plan", "--seed", "1", "--for", "10s"],
+        vec![
+            "executor",
+            "--driver-url",
+            "spark://d",
+            "--executor-id",
+            "1",
+            "--cores",
+            "1",
+            "--app-id",
+            "a",
+        ],
+    ] {
+        let (code, _, err) = sparkyard(&args);
+        assert_eq!(code, 3, "{args:?}");
+        assert!(one_error_line(&err).contains("not built yet"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn submit_finds_config_through_the_environment_and_warns_on_unknown_keys() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sparkyard"));
+    let out = cmd
+        .args(["submit", "--conf", "spark.executor.memroy=2g", "x.jar"])
+        .env("SPARKYARD_CONF_DIR", config_dir())
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("did you mean 'spark.executor.memory'?"), "{err}");
+}

@@ -1,0 +1,214 @@
+//! Structured logs end to end: a cluster writes its records under a log directory (per node
+//! and per container), and `sparkyard logs` reads that directory back and filters it.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use sparkyard::logs::LogIds;
+use sparkyard::runtime::{ChildSpec, Clock, Cluster, Kept, KillMode, Strategy, SupervisorSpec};
+
+const APP: &str = "application_1700000000000_0001";
+const AM_CONTAINER: &str = "container_1700000000000_0001_01_000001";
+
+fn probe_spec(id: &str, journal: &Journal) -> ChildSpec {
+    let j = journal.clone();
+    ChildSpec::worker(id, move |_, me| {
+        Probe::new(
+            me,
+            Kept::new(0),
+            j.clone(),
+            Default::default(),
+            ProbeOpts::default(),
+        )
+    })
+}
+
+/// Runs a small tree shaped like a node with one container, crashes the allocator inside
+/// the container, and shuts down; the records land under `dir`.
+async fn write_run(dir: &Path) -> String {
+    sparkyard::logs::init_for_tests();
+    let cluster = Cluster::builder()
+        .clock(Clock::manual())
+        .log_dir(dir)
+        .capture_logs(true)
+        .node("host0")
+        .build()
+        .unwrap();
+    let journal = Journal::default();
+    let j = journal.clone();
+    let container = ChildSpec::supervisor(AM_CONTAINER, move || {
+        SupervisorSpec::new(Strategy::OneForOne)
+            .child(probe_spec("am", &j))
+            .child(probe_spec("allocator", &j))
+    })
+    .ids(LogIds::default().app(APP).attempt(1).container(AM_CONTAINER));
+    let j = journal.clone();
+    let nm = ChildSpec::supervisor("nm-host1", move || {
+        SupervisorSpec::new(Strategy::OneForOne).child(container.clone())
+    })
+    .ids(LogIds::default().node("host1"));
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .child(probe_spec("rm", &j))
+        .child(nm);
+    cluster.start_root("node", spec).unwrap();
+    eventually("all started", || journal.lines().len() == 3).await;
+    let allocator = format!("/node/nm-host1/{AM_CONTAINER}/allocator");
+    cluster.kill(&allocator, KillMode::Panic, "logs-test").unwrap();
+    eventually("allocator restarted", || {
+        cluster.registry().incarnation(&path(&allocator)) == Some(2)
+    })
+    .await;
+    cluster.shutdown(Duration::from_secs(5)).await;
+    cluster.id().to_string()
+}
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: bad line {l}: {e}", path.display())))
+        .collect()
+}
+
+#[actix_rt::test]
+async fn records_are_written_per_node_and_per_container() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster_id = write_run(dir.path()).await;
+
+    let node0 = read_jsonl(&dir.path().join("nodes/host0.jsonl"));
+    let node1 = read_jsonl(&dir.path().join("nodes/host1.jsonl"));
+    let container = read_jsonl(
+        &dir.path()
+            .join("apps")
+            .join(APP)
+            .join(AM_CONTAINER)
+            .join("sparkyard.jsonl"),
+    );
+    assert!(node0
+        .iter()
+        .any(|r| r["actor"] == "/node/rm" && r["event"] == "actor_started"));
+    assert!(node1.iter().all(|r| r["node"] == "host1"));
+    assert!(node1.iter().any(|r| r["actor"] == "/node/nm-host1"));
+    // Inside the container every record carries the app, attempt and container ids.
+    for r in &container {
+        assert_eq!(r["app_id"], APP);
+        assert_eq!(r["attempt"], 1);
+        assert_eq!(r["container_id"], AM_CONTAINER);
+        assert_eq!(r["node"], "host1");
+        assert_eq!(r["cluster"], cluster_id.as_str());
+    }
+    // The schema's key order.
+    let first = container[0].as_object().unwrap();
+    let keys: Vec<&str> = first.keys().map(String::as_str).take(8).collect();
+    assert_eq!(
+        keys,
+        [
+            "ts",
+            "level",
+            "msg",
+            "cluster",
+            "node",
+            "actor",
+            "actor_type",
+            "incarnation"
+        ]
+    );
+    // The story of the kill is in the container's file, in order.
+    let allocator = format!("/node/nm-host1/{AM_CONTAINER}/allocator");
+    let story: Vec<String> = container
+        .iter()
+        .filter(|r| r["actor"] == allocator.as_str())
+        .filter_map(|r| r["event"].as_str().map(|e| format!("{e}#{}", r["incarnation"])))
+        .collect();
+    assert_eq!(
+        story,
+        [
+            "actor_started#1",
+            "fault_injected#1",
+            "actor_failed#1",
+            "actor_restarted#2",
+            "actor_stopped#2"
+        ]
+    );
+    let ts = container[0]["ts"].as_str().unwrap();
+    assert!(humantime::parse_rfc3339(ts).is_ok(), "ts {ts} is RFC 3339");
+}
+
+fn sparkyard(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparkyard"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[actix_rt::test]
+async fn sparkyard_logs_reads_and_filters_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path()).await;
+    let d = dir.path().to_str().unwrap();
+
+    let (code, out, err) = sparkyard(&["logs", "--log-dir", d, "--app", APP]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("Container: {AM_CONTAINER} on host1")),
+        "{out}"
+    );
+    assert!(out.contains("LogType:sparkyard.jsonl"));
+    assert!(
+        out.contains("injected panic (fault injection by logs-test)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("/node/rm#"),
+        "the RM's records are not the app's: {out}"
+    );
+
+    let (code, out, _) = sparkyard(&["logs", "--log-dir", d, "--actor", "*/allocator", "--json"]);
+    assert_eq!(code, 0);
+    let records: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 5);
+    assert!(records
+        .iter()
+        .all(|r| r["actor"].as_str().unwrap().ends_with("/allocator")));
+
+    let (_, out, _) = sparkyard(&["logs", "--log-dir", d, "--level", "warn", "--json"]);
+    let levels: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["level"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(levels, ["WARN", "ERROR"], "the injection and the failure");
+
+    let (_, out, _) = sparkyard(&["logs", "--log-dir", d, "--grep", "restarted as incarnation 2"]);
+    assert_eq!(out.matches("restarted as incarnation 2").count(), 1, "{out}");
+
+    let (code, _, err) = sparkyard(&["logs", "--log-dir", d, "--level", "loud"]);
+    assert_eq!(code, 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // A line that is not JSON is reported with file and line, and skipped.
+    let node_file = dir.path().join("nodes/host0.jsonl");
+    let mut text = std::fs::read_to_string(&node_file).unwrap();
+    text.push_str("this is not json\n");
+    std::fs::write(&node_file, text).unwrap();
+    let (code, out, err) = sparkyard(&["logs", "--log-dir", d]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Node: host0"));
+    assert!(
+        err.contains("host0.jsonl:") && err.contains("skipped: not a JSON record"),
+        "{err}"
+    );
+}
