@@ -355,3 +355,67 @@ fn caught_panics_are_not_printed() {
         "a caught panic was printed: {stderr}"
     );
 }
+
+/// Starts a blocking sleep on a plain thread with a child of its own incarnation's token,
+/// as a task runner will.
+struct Sleeper {
+    me: sparkyard::runtime::Me,
+}
+
+impl actix::Actor for Sleeper {
+    type Context = actix::Context<Self>;
+}
+
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct SleepOnThread(std::sync::mpsc::Sender<Result<(), sparkyard::runtime::Cancelled>>);
+
+impl actix::Handler<SleepOnThread> for Sleeper {
+    type Result = ();
+    fn handle(&mut self, msg: SleepOnThread, _: &mut actix::Context<Self>) {
+        let (clock, token) = (self.me.clock().clone(), self.me.cancel_token().child());
+        std::thread::spawn(move || {
+            let _ = msg
+                .0
+                .send(clock.blocking_sleep(Duration::from_secs(3600), Some(&token)));
+        });
+    }
+}
+
+#[actix_rt::test]
+async fn stopping_a_container_cancels_the_blocking_work_inside_it() {
+    let cluster = cluster();
+    let container = ChildSpec::supervisor("container_1_0001_01_000002", || {
+        SupervisorSpec::new(Strategy::OneForOne).child(ChildSpec::supervisor("executor-1", || {
+            SupervisorSpec::new(Strategy::OneForOne)
+                .child(ChildSpec::worker("backend", |_, me| Sleeper { me }))
+        }))
+    })
+    .restart(sparkyard::runtime::Restart::Temporary);
+    cluster
+        .start_root("nm", SupervisorSpec::new(Strategy::OneForOne).child(container))
+        .unwrap();
+    let backend = path("/nm/container_1_0001_01_000002/executor-1/backend");
+    eventually("backend up", || cluster.registry().contains(&backend)).await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    cluster
+        .endpoint::<Sleeper>(&backend)
+        .tell(SleepOnThread(tx))
+        .unwrap();
+    sparkyard::runtime::clock::settle().await;
+    assert!(rx.try_recv().is_err(), "the task is still sleeping");
+    cluster
+        .kill("/nm/container_1_0001_01_000002", KillMode::Stop, "test")
+        .unwrap();
+    let mut result = None;
+    eventually("the blocking call returned", || {
+        result = rx.try_recv().ok();
+        result.is_some()
+    })
+    .await;
+    let reason = result.unwrap().unwrap_err().reason;
+    assert!(
+        reason.starts_with("/nm/container_1_0001_01_000002/executor-1/backend ended"),
+        "{reason}"
+    );
+}

@@ -31,6 +31,7 @@ use actix::dev::ContextFut;
 use actix::{Actor, ActorContext, Addr, ArbiterHandle, AsyncContext, Context, Handler};
 use futures_util::task::AtomicWaker;
 
+use super::cancel::CancelToken;
 use super::clock::Clock;
 use super::cluster::Cluster;
 use super::exit::ExitReason;
@@ -59,6 +60,10 @@ pub struct CellShared {
     pub(crate) kind: ChildKind,
     pub(crate) log: Arc<LogCtx>,
     pub(crate) started_at: Duration,
+    /// Fires when this incarnation ends; the tokens of its children (and of work it starts,
+    /// such as task threads) derive from it, so stopping a container cancels everything
+    /// running inside it.
+    pub(crate) cancel: CancelToken,
     command: AtomicU8,
     waker: AtomicWaker,
     exit_request: Mutex<Option<ExitReason>>,
@@ -191,6 +196,7 @@ fn finish_incarnation(
         return;
     }
     *lock(&shared.final_reason) = Some(reason.clone());
+    shared.cancel.cancel(format!("{} ended: {reason}", shared.path));
     cluster.incarnation_ended(shared, reason);
     if let Some(notify) = on_exit {
         notify(shared, reason);
@@ -277,6 +283,8 @@ pub(crate) struct SpawnArgs {
     pub path: ActorPath,
     pub kind: ChildKind,
     pub parent_log: Arc<LogCtx>,
+    /// The parent's cancellation token (None for a root).
+    pub parent_cancel: Option<CancelToken>,
     pub ids: LogIds,
     pub arbiter: Option<ArbiterHandle>,
     pub mailbox: usize,
@@ -305,6 +313,11 @@ where
         kind: args.kind,
         log,
         started_at: cluster.clock().now(),
+        cancel: args
+            .parent_cancel
+            .as_ref()
+            .map(CancelToken::child)
+            .unwrap_or_default(),
         command: AtomicU8::new(CMD_NONE),
         waker: AtomicWaker::new(),
         exit_request: Mutex::new(None),
@@ -402,6 +415,12 @@ impl Me {
     }
     pub fn log_ctx(&self) -> &Arc<LogCtx> {
         &self.shared.log
+    }
+
+    /// This incarnation's cancellation token: it fires when the incarnation ends (or an
+    /// ancestor's does). Hand a child of it to blocking work this actor starts.
+    pub fn cancel_token(&self) -> &CancelToken {
+        &self.shared.cancel
     }
 
     /// A reference to the actor of type `B` at `path`, sending as this actor.

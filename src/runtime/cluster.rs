@@ -218,6 +218,7 @@ impl Cluster {
             path: path.clone(),
             kind,
             parent_log: self.inner.log.clone(),
+            parent_cancel: None,
             ids,
             arbiter: None,
             mailbox: DEFAULT_MAILBOX,

@@ -34,6 +34,7 @@ use super::cluster::Cluster;
 use super::exit::ExitReason;
 use super::path::ActorPath;
 use super::timers::run_later;
+use crate::conf::{keys, ConfError, SparkConf};
 use crate::logs::ctx::LogIds;
 
 /// Whether a child is a worker or a supervisor of its own subtree.
@@ -257,6 +258,44 @@ impl ChildSpec {
     }
 }
 
+/// Supervision settings from configuration (`spark.sparkyard.supervisor.*`): restart
+/// intensity, backoff, and the default shutdown time-out of workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Supervision {
+    pub intensity: Intensity,
+    pub backoff: Option<Backoff>,
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for Supervision {
+    fn default() -> Self {
+        Supervision {
+            intensity: Intensity::default(),
+            backoff: None,
+            shutdown_timeout: DEFAULT_WORKER_SHUTDOWN,
+        }
+    }
+}
+
+impl Supervision {
+    /// Reads `spark.sparkyard.supervisor.{maxRestarts, restartPeriod, backoff, maxBackoff,
+    /// shutdownTimeout}`; a backoff of 0 means restart at once.
+    pub fn from_conf(conf: &SparkConf) -> Result<Supervision, ConfError> {
+        let initial = conf.get(&keys::SUPERVISOR_BACKOFF)?;
+        Ok(Supervision {
+            intensity: Intensity {
+                max_restarts: conf.get(&keys::SUPERVISOR_MAX_RESTARTS)?,
+                period: conf.get(&keys::SUPERVISOR_RESTART_PERIOD)?,
+            },
+            backoff: (!initial.is_zero()).then_some(Backoff {
+                initial,
+                max: conf.get(&keys::SUPERVISOR_MAX_BACKOFF)?,
+            }),
+            shutdown_timeout: conf.get(&keys::SUPERVISOR_SHUTDOWN_TIMEOUT)?,
+        })
+    }
+}
+
 /// A supervisor's configuration.
 #[derive(Clone, Debug)]
 pub struct SupervisorSpec {
@@ -281,6 +320,12 @@ impl SupervisorSpec {
     }
     pub fn backoff(mut self, backoff: Option<Backoff>) -> Self {
         self.backoff = backoff;
+        self
+    }
+    /// Takes intensity and backoff from `settings`.
+    pub fn supervision(mut self, settings: &Supervision) -> Self {
+        self.intensity = settings.intensity;
+        self.backoff = settings.backoff;
         self
     }
     pub fn child(mut self, child: ChildSpec) -> Self {
@@ -442,6 +487,7 @@ impl Supervisor {
             path: child.path.clone(),
             kind: child.spec.kind,
             parent_log: self.me.log_ctx().clone(),
+            parent_cancel: Some(self.me.cancel_token().clone()),
             ids: child.spec.ids.clone(),
             arbiter: child.spec.arbiter.clone(),
             mailbox: child.spec.mailbox,
@@ -823,6 +869,41 @@ mod tests {
         assert_eq!(b.delay(4), Duration::from_millis(800));
         assert_eq!(b.delay(5), Duration::from_secs(1));
         assert_eq!(b.delay(100), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn supervision_from_configuration() {
+        assert_eq!(
+            Supervision::from_conf(&SparkConf::new()).unwrap(),
+            Supervision::default()
+        );
+        let mut conf = SparkConf::new();
+        conf.set("spark.sparkyard.supervisor.maxRestarts", "1")
+            .set("spark.sparkyard.supervisor.restartPeriod", "1m 30s")
+            .set("spark.sparkyard.supervisor.backoff", "50ms")
+            .set("spark.sparkyard.supervisor.maxBackoff", "2s")
+            .set("spark.sparkyard.supervisor.shutdownTimeout", "250");
+        let s = Supervision::from_conf(&conf).unwrap();
+        assert_eq!(
+            s.intensity,
+            Intensity {
+                max_restarts: 1,
+                period: Duration::from_secs(90)
+            }
+        );
+        assert_eq!(
+            s.backoff,
+            Some(Backoff {
+                initial: Duration::from_millis(50),
+                max: Duration::from_secs(2)
+            })
+        );
+        assert_eq!(s.shutdown_timeout, Duration::from_millis(250));
+        let spec = SupervisorSpec::new(Strategy::OneForAll).supervision(&s);
+        assert_eq!(spec.intensity.max_restarts, 1);
+        conf.set("spark.sparkyard.supervisor.restartPeriod", "0");
+        let err = Supervision::from_conf(&conf).unwrap_err().to_string();
+        assert!(err.contains("spark.sparkyard.supervisor.restartPeriod"), "{err}");
     }
 
     #[test]
