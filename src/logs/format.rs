@@ -38,35 +38,11 @@ impl Default for HumanFormat {
 
 /// Fields rendered in the line prefix (or, for `node`/`cluster`/`actor_type`,
 /// deliberately left out); they never appear as `key=value`.
-const PREFIX_KEYS: [&str; 8] = [
-    "ts",
-    "level",
-    "msg",
-    "cluster",
-    "node",
-    "actor",
-    "actor_type",
-    "incarnation",
-];
+const PREFIX_KEYS: &[&str] = &super::HEADER_KEYS;
 
-/// The writer's canonical order for the context fields that follow the
-/// prefix. Printing these first keeps the writer's order even when
-/// `serde_json` stores objects sorted by key (no `preserve_order` feature).
-const ORDERED_KEYS: [&str; 13] = [
-    "app_id",
-    "attempt",
-    "container_id",
-    "executor_id",
-    "job_id",
-    "stage_id",
-    "task_id",
-    "msg_type",
-    "event",
-    "reason",
-    "mode",
-    "target",
-    "by",
-];
+/// The writer's canonical order for the fields that follow the prefix. Printing these
+/// first keeps the writer's order even for records parsed into a key-sorted map.
+const ORDERED_KEYS: &[&str] = &super::ID_KEYS;
 
 const RESET: &str = "\x1b[0m";
 const DIM: &str = "\x1b[2m";
@@ -139,7 +115,7 @@ pub fn write_human(buf: &mut String, record: &Value, opts: &HumanFormat) {
             push_field(buf, "node", node);
         }
     }
-    for key in ORDERED_KEYS {
+    for key in ORDERED_KEYS.iter().copied() {
         if let Some(value) = map.get(key) {
             push_field(buf, key, value);
         }

@@ -35,8 +35,7 @@ pub const DEFAULT_LOG_DIR: &str = "./logs";
 /// How often `--follow` looks for appended lines and new files.
 pub const FOLLOW_POLL_INTERVAL: Duration = Duration::from_millis(250);
 
-const CONTAINER_LOG: &str = "sparkyard.jsonl";
-const STDOUT_LOG: &str = "stdout";
+use super::sink::{CONTAINER_LOG_FILE as CONTAINER_LOG, CONTAINER_STDOUT_FILE as STDOUT_LOG};
 const RULE: &str = "=============================================================================";
 
 /// Print the structured logs written by sparkyard's actors.

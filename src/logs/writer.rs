@@ -28,6 +28,7 @@ use tracing_subscriber::EnvFilter;
 use super::ctx::{self, LogCtx};
 use super::format::{format_human, HumanFormat};
 use super::sink;
+use super::{HEADER_KEYS, ID_KEYS};
 
 /// What the console (stderr) shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,32 +48,6 @@ pub struct LogInit {
     pub level: Option<String>,
     pub console: Console,
 }
-
-/// The keys that come first, in this order; `cluster` … `executor_id` may come from the
-/// log context.
-const ORDER: [&str; 21] = [
-    "ts",
-    "level",
-    "msg",
-    "cluster",
-    "node",
-    "actor",
-    "actor_type",
-    "incarnation",
-    "app_id",
-    "attempt",
-    "container_id",
-    "executor_id",
-    "job_id",
-    "stage_id",
-    "task_id",
-    "msg_type",
-    "event",
-    "reason",
-    "mode",
-    "target",
-    "by",
-];
 
 /// Collects a record's fields in the order they were given.
 #[derive(Default)]
@@ -142,8 +117,8 @@ fn ctx_value(ctx: &LogCtx, key: &str) -> Option<Value> {
 fn build_record(ts: SystemTime, level: &Level, fields: Fields, ctx: Option<&LogCtx>) -> Map<String, Value> {
     let Fields { msg, mut fields } = fields;
     let mut msg = Some(msg);
-    let mut record = Map::with_capacity(ORDER.len() + fields.len());
-    for key in ORDER {
+    let mut record = Map::with_capacity(HEADER_KEYS.len() + ID_KEYS.len() + fields.len());
+    for key in HEADER_KEYS.iter().chain(ID_KEYS.iter()).copied() {
         let value = match key {
             "ts" => Some(Value::String(humantime::format_rfc3339_micros(ts).to_string())),
             "level" => Some(Value::String(level_name(level).to_string())),

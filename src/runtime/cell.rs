@@ -69,6 +69,8 @@ pub struct CellShared {
     exit_request: Mutex<Option<ExitReason>>,
     panic_by: Mutex<Option<String>>,
     final_reason: Mutex<Option<ExitReason>>,
+    /// A stop, kill or abort has been asked for.
+    stopping: AtomicBool,
     done: AtomicBool,
 }
 
@@ -109,7 +111,7 @@ impl CellShared {
     pub(crate) fn status(&self) -> &'static str {
         if self.is_done() {
             "stopped"
-        } else if self.command.load(Ordering::Acquire) != CMD_NONE {
+        } else if self.stopping.load(Ordering::Acquire) {
             "stopping"
         } else {
             "running"
@@ -124,6 +126,7 @@ impl CellShared {
     }
 
     fn signal(&self, cmd: u8) {
+        self.stopping.store(true, Ordering::Release);
         self.command.fetch_max(cmd, Ordering::AcqRel);
         self.waker.wake();
     }
@@ -323,6 +326,7 @@ where
         exit_request: Mutex::new(None),
         panic_by: Mutex::new(None),
         final_reason: Mutex::new(None),
+        stopping: AtomicBool::new(false),
         done: AtomicBool::new(false),
     });
     let (tx, rx) = channel::channel::<A>(args.mailbox.max(1));
