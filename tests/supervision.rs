@@ -606,6 +606,17 @@ async fn a_child_that_will_not_stop_is_aborted_after_its_shutdown_timeout() {
         cluster.registry().contains(&path("/r/stubborn")),
         "aborted too early"
     );
+    let listing = cluster.actors();
+    let stubborn = listing.iter().find(|a| a.path.as_str() == "/r/stubborn").unwrap();
+    assert_eq!(
+        (stubborn.status.as_str(), stubborn.actor_type.as_str()),
+        ("stopping", "Probe")
+    );
+    let root = listing.iter().find(|a| a.path.as_str() == "/r").unwrap();
+    assert_eq!(
+        (root.status.as_str(), root.incarnation, root.restarts),
+        ("running", 1, 0)
+    );
     cluster.clock().advance(Duration::from_millis(1)).await;
     eventually("stubborn aborted", || {
         !cluster.registry().contains(&path("/r/stubborn"))
