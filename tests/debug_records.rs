@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use sparkyard::logs::{Console, LogInit};
-use sparkyard::runtime::{ChildSpec, Clock, Cluster, Kept, PartitionMode, Strategy, SupervisorSpec};
+use sparkyard::runtime::{Clock, Cluster, PartitionMode, Strategy, SupervisorSpec};
 
 #[actix_rt::test]
 async fn deliveries_are_debug_records_with_msg_type() {
@@ -23,16 +23,7 @@ async fn deliveries_are_debug_records_with_msg_type() {
         .build()
         .unwrap();
     let journal = Journal::default();
-    let j = journal.clone();
-    let probe = ChildSpec::worker("executor-1", move |_, me| {
-        Probe::new(
-            me,
-            Kept::new(0),
-            j.clone(),
-            Default::default(),
-            ProbeOpts::default(),
-        )
-    });
+    let probe = probe_spec("executor-1", &journal);
     cluster
         .start_root("d", SupervisorSpec::new(Strategy::OneForOne).child(probe))
         .unwrap();

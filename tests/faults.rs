@@ -10,22 +10,9 @@ use common::*;
 use sparkyard::rpc::AskError;
 use sparkyard::runtime::fault::PlanOutcome;
 use sparkyard::runtime::{
-    ChildSpec, Cluster, ExitReason, FaultPlan, Kept, KillMode, PartitionMode, PlannedFault, Strategy,
+    ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Strategy,
     SupervisorSpec, Terminated,
 };
-
-fn probe_spec(id: &str, journal: &Journal) -> ChildSpec {
-    let j = journal.clone();
-    ChildSpec::worker(id, move |_, me| {
-        Probe::new(
-            me,
-            Kept::new(0),
-            j.clone(),
-            Default::default(),
-            ProbeOpts::default(),
-        )
-    })
-}
 
 fn watcher_spec(seen: &Arc<Mutex<Vec<Terminated>>>) -> ChildSpec {
     let seen = seen.clone();

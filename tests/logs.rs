@@ -10,23 +10,10 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 use sparkyard::logs::LogIds;
-use sparkyard::runtime::{ChildSpec, Clock, Cluster, Kept, KillMode, Strategy, SupervisorSpec};
+use sparkyard::runtime::{ChildSpec, Clock, Cluster, KillMode, Strategy, SupervisorSpec};
 
 const APP: &str = "application_1700000000000_0001";
 const AM_CONTAINER: &str = "container_1700000000000_0001_01_000001";
-
-fn probe_spec(id: &str, journal: &Journal) -> ChildSpec {
-    let j = journal.clone();
-    ChildSpec::worker(id, move |_, me| {
-        Probe::new(
-            me,
-            Kept::new(0),
-            j.clone(),
-            Default::default(),
-            ProbeOpts::default(),
-        )
-    })
-}
 
 /// Runs a small tree shaped like a node with one container, crashes the allocator inside
 /// the container, and shuts down; the records land under `dir`.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::Value;
 use sparkyard::runtime::timers::run_at_fixed_rate;
-use sparkyard::runtime::{ActorPath, Clock, Cluster, ExitReason, Kept, Me, Terminated};
+use sparkyard::runtime::{ActorPath, ChildSpec, Clock, Cluster, ExitReason, Kept, Me, Terminated};
 
 /// A cluster on a manual clock whose records are captured.
 pub fn cluster() -> Cluster {
@@ -221,6 +221,20 @@ impl Handler<Terminated> for Watcher {
     fn handle(&mut self, msg: Terminated, _: &mut Context<Self>) {
         self.seen.lock().unwrap().push(msg);
     }
+}
+
+/// A permanent probe worker with default behaviour, journaling into `journal`.
+pub fn probe_spec(id: &str, journal: &Journal) -> ChildSpec {
+    let j = journal.clone();
+    ChildSpec::worker(id, move |_, me| {
+        Probe::new(
+            me,
+            Kept::new(0),
+            j.clone(),
+            Default::default(),
+            ProbeOpts::default(),
+        )
+    })
 }
 
 /// Captured records with `event == name`.
