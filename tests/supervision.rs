@@ -577,11 +577,13 @@ async fn dynamic_children_are_added_and_removed() {
 async fn a_child_that_will_not_stop_is_aborted_after_its_shutdown_timeout() {
     let cluster = cluster();
     let journal = Journal::default();
+    let drops = Arc::new(AtomicU32::new(0));
     let (spec, _) = probe(
         "stubborn",
         &journal,
         ProbeOpts {
             stubborn: true,
+            drops: Some(drops.clone()),
             ..ProbeOpts::default()
         },
     );
@@ -632,6 +634,8 @@ async fn a_child_that_will_not_stop_is_aborted_after_its_shutdown_timeout() {
         .lines()
         .iter()
         .any(|l| l.starts_with("stopped /r/stubborn")));
+    // ...but its value is dropped, so what it owns is released.
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
 #[actix_rt::test]

@@ -220,9 +220,14 @@ impl<A: Actor<Context = Context<A>>> Future for Cell<A> {
                     .unwrap_or(ExitReason::Aborted {
                         message: "aborted".into(),
                     });
-                // Abort means: do not run the actor's hooks.
-                if let Some(fut) = this.fut.take() {
-                    std::mem::forget(fut);
+                // Abort means: the actor's stopping()/stopped() do not run. Terminating the
+                // context first makes dropping it skip them; the actor value itself is still
+                // dropped, so what it owns is released.
+                if let Some(mut fut) = this.fut.take() {
+                    fut.ctx().terminate();
+                    if let Err(message) = catch(move || drop(fut)) {
+                        tracing::warn!(event = "cleanup_panicked", reason = %message, "panic while dropping an aborted actor");
+                    }
                 }
                 this.finish(reason);
                 return Poll::Ready(());

@@ -72,6 +72,8 @@ pub struct ProbeOpts {
     pub panic_in_stopped: bool,
     /// Never agree to stop (`stopping()` returns Continue).
     pub stubborn: bool,
+    /// Counts the probe values dropped (an aborted actor is still dropped).
+    pub drops: Option<Arc<AtomicU32>>,
 }
 
 /// A test actor: answers `Ping` with its incarnation and message count, and crashes,
@@ -100,6 +102,14 @@ impl Probe {
     }
     fn tag(&self) -> String {
         format!("{}#{}", self.me.path(), self.me.incarnation())
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if let Some(d) = &self.opts.drops {
+            d.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
