@@ -763,3 +763,52 @@ async fn delayed_kills_fire_on_the_cluster_clock() {
     })
     .await;
 }
+
+#[actix_rt::test]
+async fn a_significant_child_ending_shuts_its_supervisor_down_with_its_reason() {
+    let cluster = cluster();
+    let journal = Journal::default();
+    let j = journal.clone();
+    // A container: its main role is significant; a sidecar is not.
+    let container = ChildSpec::supervisor("container_1_0001_01_000001", move || {
+        SupervisorSpec::new(Strategy::OneForOne)
+            .auto_shutdown(true)
+            .child(probe("sidecar", &j, ProbeOpts::default()).0)
+            .child(
+                probe("am", &j, ProbeOpts::default())
+                    .0
+                    .restart(Restart::Temporary)
+                    .significant(true),
+            )
+    })
+    .restart(Restart::Temporary);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .child(ChildSpec::worker("watcher", move |_, me| Watcher {
+            me,
+            seen: s.clone(),
+        }))
+        .child(container);
+    cluster.start_root("nm", spec).unwrap();
+    let c = path("/nm/container_1_0001_01_000001");
+    eventually("started", || journal.lines().len() == 2).await;
+    cluster
+        .endpoint::<Watcher>(&path("/nm/watcher"))
+        .tell(WatchPath(c.clone()))
+        .unwrap();
+    cluster.clock().advance(Duration::from_millis(1)).await;
+    cluster
+        .endpoint::<Probe>(&c.child("am").unwrap())
+        .tell(ExitWith(15))
+        .unwrap();
+    eventually("container ended", || !seen.lock().unwrap().is_empty()).await;
+    let t = seen.lock().unwrap()[0].clone();
+    assert_eq!(t.reason.exit_code(), 15, "{:?}", t.reason);
+    assert!(journal
+        .lines()
+        .contains(&"stopped /nm/container_1_0001_01_000001/sidecar#1".to_string()));
+    // Temporary: the node supervisor does not restart it.
+    cluster.clock().advance(Duration::from_millis(1)).await;
+    assert!(!cluster.registry().contains(&c));
+}

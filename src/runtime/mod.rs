@@ -9,6 +9,7 @@
 //! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); and all of it per
 //! [`cluster`] instance.
 
+pub mod blocking;
 pub mod cancel;
 pub mod cell;
 pub mod clock;
@@ -30,6 +31,6 @@ pub use exit::ExitReason;
 pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault};
 pub use path::{ActorPath, PathGlob};
 pub use supervisor::{
-    Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervisor, SupervisorSpec,
+    Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervision, Supervisor, SupervisorSpec,
 };
 pub use watch::Terminated;

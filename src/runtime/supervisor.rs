@@ -166,6 +166,9 @@ pub struct ChildSpec {
     pub arbiter: Option<ArbiterHandle>,
     /// Mailbox capacity for asks.
     pub mailbox: usize,
+    /// A significant child's end (when it is not restarted) shuts its supervisor down if
+    /// the supervisor has `auto_shutdown` (OTP's significant children).
+    pub significant: bool,
     start: StartFn,
 }
 
@@ -208,6 +211,7 @@ impl ChildSpec {
             ids: LogIds::default(),
             arbiter: None,
             mailbox: DEFAULT_MAILBOX,
+            significant: false,
             start: Arc::new(move |cluster, args| {
                 let make = make.clone();
                 cell::spawn::<A, _>(cluster, args, move |ctx, me| make(ctx, me))
@@ -229,6 +233,7 @@ impl ChildSpec {
             ids: LogIds::default(),
             arbiter: None,
             mailbox: DEFAULT_MAILBOX,
+            significant: false,
             start: Arc::new(move |cluster, args| {
                 let spec = spec.clone();
                 cell::spawn::<Supervisor, _>(cluster, args, move |_, me| Ok(Supervisor::new(me, spec())))
@@ -254,6 +259,11 @@ impl ChildSpec {
     }
     pub fn mailbox(mut self, capacity: usize) -> Self {
         self.mailbox = capacity;
+        self
+    }
+    /// Marks the child significant (see [`SupervisorSpec::auto_shutdown`]).
+    pub fn significant(mut self, significant: bool) -> Self {
+        self.significant = significant;
         self
     }
 }
@@ -302,6 +312,9 @@ pub struct SupervisorSpec {
     pub strategy: Strategy,
     pub intensity: Intensity,
     pub backoff: Option<Backoff>,
+    /// When a significant child ends and is not restarted, stop the other children and end
+    /// with that child's exit reason (as a process ends when its main thread does).
+    pub auto_shutdown: bool,
     pub children: Vec<ChildSpec>,
 }
 
@@ -311,8 +324,14 @@ impl SupervisorSpec {
             strategy,
             intensity: Intensity::default(),
             backoff: None,
+            auto_shutdown: false,
             children: Vec::new(),
         }
+    }
+    /// See [`SupervisorSpec::auto_shutdown`].
+    pub fn auto_shutdown(mut self, on: bool) -> Self {
+        self.auto_shutdown = on;
+        self
     }
     pub fn intensity(mut self, max_restarts: u32, period: Duration) -> Self {
         self.intensity = Intensity { max_restarts, period };
@@ -404,6 +423,8 @@ enum Then {
     Remove(String),
     Escalate(String),
     StopSelf,
+    /// End with a significant child's exit reason.
+    ExitWith(ExitReason),
 }
 
 /// A multi-step operation under way.
@@ -430,6 +451,7 @@ pub struct Supervisor {
     strategy: Strategy,
     intensity: Intensity,
     backoff: Option<Backoff>,
+    auto_shutdown: bool,
     initial: Vec<ChildSpec>,
     children: Vec<Child>,
     restarts: VecDeque<Duration>,
@@ -445,6 +467,7 @@ impl Supervisor {
             strategy: spec.strategy,
             intensity: spec.intensity,
             backoff: spec.backoff,
+            auto_shutdown: spec.auto_shutdown,
             initial: spec.children,
             children: Vec::new(),
             restarts: VecDeque::new(),
@@ -542,8 +565,17 @@ impl Supervisor {
             Restart::Temporary => false,
         };
         if !restart {
+            let significant = self.children[idx].spec.significant;
             tracing::info!(child = id.as_str(), reason = %reason, "child {id} ended ({reason}) and is not restarted ({:?})", self.children[idx].spec.restart);
             self.children.remove(idx);
+            if significant && self.auto_shutdown {
+                tracing::info!(
+                    child = id.as_str(),
+                    "significant child {id} ended; shutting down with its exit reason"
+                );
+                let queue = self.running_reversed(0, None);
+                self.begin(queue, Then::ExitWith(reason), ctx);
+            }
             return;
         }
         if !self.record_restart() {
@@ -710,6 +742,7 @@ impl Supervisor {
             }
             Then::Escalate(message) => self.me.exit(ctx, ExitReason::Escalated { message }),
             Then::StopSelf => ctx.stop(),
+            Then::ExitWith(reason) => self.me.exit(ctx, reason),
         }
     }
 
