@@ -76,6 +76,7 @@ fn main() {
     sparkyard::logs::init(&LogInit {
         level: Some("info".into()),
         console: Console::Off,
+        console_quiet_except: None,
     })
     .expect("subscriber");
     let sys = actix::System::new();

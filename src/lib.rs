@@ -1,14 +1,22 @@
 //! sparkyard: Spark-on-YARN's control plane rebuilt in Rust as a supervised actor system.
 //!
 //! Modules: [`runtime`] (supervision trees on actix, paths, registry, death watch, fault
-//! injection, the clock), [`rpc`] (endpoint refs), [`logs`] (structured actor logs and their
-//! reader), [`deploy`] (spark-submit's argument handling), [`executor`] (the executor
-//! backend's arguments), [`cli`] (the command line).
+//! injection, the clock), [`rpc`] (endpoint refs, the TCP transport), [`logs`] (structured
+//! actor logs and their reader), [`conf`] (SparkConf and the configuration files),
+//! [`yarn`] (ResourceManager, NodeManagers, records, protocols, the all-in-one node),
+//! [`deploy`] (SparkSubmit, the Client, the ApplicationMaster and its allocator),
+//! [`scheduler`] (the driver's endpoints and messages), [`executor`] (the executor
+//! backend), [`context`] (what applications see: AppEnv, SparkContext), [`apps`] (the
+//! built-in applications), [`cli`] (the command line).
 
+pub mod apps;
 pub mod cli;
 pub mod conf;
+pub mod context;
 pub mod deploy;
 pub mod executor;
 pub mod logs;
 pub mod rpc;
 pub mod runtime;
+pub mod scheduler;
+pub mod yarn;

@@ -157,21 +157,46 @@ fn bad_command_lines_are_one_line_errors() {
 #[test]
 fn everything_after_the_primary_resource_belongs_to_the_application() {
     let cd = config_dir();
+    let logs = tempfile::tempdir().unwrap();
     let (code, _, err) = sparkyard(&[
         "submit",
         "--config-dir",
         &cd,
+        "--log-dir",
+        logs.path().to_str().unwrap(),
         "--class",
-        "org.apache.spark.examples.SparkPi",
+        "sparkyard.examples.DriverTest",
         "app.jar",
         "--bogus",
         "--conf",
         "not=checked",
-        "--help",
     ]);
-    // The arguments were accepted: the command goes as far as this version goes.
-    assert_eq!(code, 3, "{err}");
-    assert!(err.contains("running org.apache.spark.examples.SparkPi"), "{err}");
+    // spark-submit took none of them: the application got them and refused the first.
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Exception in thread \"main\" java.lang.IllegalArgumentException: unknown DriverTest argument '--bogus'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unregistered_class_fails_to_load_in_client_mode() {
+    let logs = tempfile::tempdir().unwrap();
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &config_dir(),
+        "--log-dir",
+        logs.path().to_str().unwrap(),
+        "--class",
+        "com.example.Nope",
+        "app.jar",
+    ]);
+    assert_eq!(code, 101);
+    assert!(
+        err.contains("Error: Failed to load class com.example.Nope."),
+        "{err}"
+    );
 }
 
 #[test]
@@ -199,28 +224,10 @@ fn help_and_version() {
 
 #[test]
 fn roles_not_built_yet_say_so_and_exit_3() {
-    let cd = config_dir();
-    let (code, _, err) = sparkyard(&["node", "--config-dir", &cd]);
-    assert_eq!(code, 3);
-    assert!(
-        one_error_line(&err).contains("3 node managers: host1, host2, host3"),
-        "{err}"
-    );
     for args in [
         vec!["actors"],
         vec!["chaos", "kill", "*/allocator"],
         vec!["chaos", "plan", "--seed", "1", "--for", "10s"],
-        vec![
-            "executor",
-            "--driver-url",
-            "spark://d",
-            "--executor-id",
-            "1",
-            "--cores",
-            "1",
-            "--app-id",
-            "a",
-        ],
     ] {
         let (code, _, err) = sparkyard(&args);
         assert_eq!(code, 3, "{args:?}");
@@ -229,16 +236,52 @@ fn roles_not_built_yet_say_so_and_exit_3() {
 }
 
 #[test]
+fn container_roles_are_launched_by_a_node_manager_only() {
+    for args in [
+        vec![
+            "executor",
+            "--driver-url",
+            "/d",
+            "--executor-id",
+            "1",
+            "--cores",
+            "1",
+            "--app-id",
+            "a",
+        ],
+        vec!["application-master", "--class", "X"],
+    ] {
+        let (code, _, err) = sparkyard(&args);
+        assert_eq!(code, 3, "{args:?}");
+        assert!(
+            one_error_line(&err).contains("launched by a NodeManager"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
 fn submit_finds_config_through_the_environment_and_warns_on_unknown_keys() {
     let elsewhere = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sparkyard"));
+    let logs = tempfile::tempdir().unwrap();
     let out = cmd
-        .args(["submit", "--conf", "spark.executor.memroy=2g", "x.jar"])
+        .args([
+            "submit",
+            "--log-dir",
+            logs.path().to_str().unwrap(),
+            "--conf",
+            "spark.executor.memroy=2g",
+            "--class",
+            "sparkyard.examples.DriverTest",
+            "x.jar",
+        ])
         .env("SPARKYARD_CONF_DIR", config_dir())
         .current_dir(elsewhere.path())
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DriverTest: 2 executors registered"));
     assert!(err.contains("did you mean 'spark.executor.memory'?"), "{err}");
 }

@@ -15,6 +15,7 @@ async fn deliveries_are_debug_records_with_msg_type() {
     sparkyard::logs::init(&LogInit {
         level: Some("debug".into()),
         console: Console::Off,
+        console_quiet_except: None,
     })
     .unwrap();
     let cluster = Cluster::builder()

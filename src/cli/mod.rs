@@ -5,11 +5,15 @@
 //! arguments raw and parse them as spark-submit and CoarseGrainedExecutorBackend do, so
 //! everything after `submit`'s primary resource belongs to the application.
 //!
-//! Exit statuses: 0 success; 1 bad input (arguments or configuration); 255 `submit` with no
-//! arguments at all (spark-submit's -1); 3 the command needs a part of sparkyard that is not
+//! Exit statuses: 0 success; 1 bad input (arguments or configuration), or for `submit` an
+//! application that failed, was killed or ended undefined; 255 `submit` with no arguments at
+//! all (spark-submit's -1); 101 `submit` of a class that is not registered (client mode);
+//! 130 `submit` interrupted by Ctrl-C; 3 the command needs a part of sparkyard that is not
 //! built yet (it says which).
 
 pub mod config;
+pub mod node;
+pub mod roles;
 pub mod submit;
 
 use std::ffi::OsString;
@@ -19,7 +23,7 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use crate::executor::args::{executor_usage, parse_executor_args};
+use crate::executor::args::executor_usage;
 use crate::logs::reader::{self, LogsArgs};
 use crate::logs::{Console, LogInit};
 
@@ -64,6 +68,18 @@ enum Command {
     /// (`sparkyard executor --help` lists its arguments).
     #[command(disable_help_flag = true)]
     Executor {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
+    /// The cluster-mode ApplicationMaster, as a NodeManager launches it.
+    #[command(name = "application-master", hide = true, disable_help_flag = true)]
+    ApplicationMaster {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
+    /// The client-mode ApplicationMaster (ExecutorLauncher), as a NodeManager launches it.
+    #[command(name = "executor-launcher", hide = true, disable_help_flag = true)]
+    ExecutorLauncher {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
@@ -153,11 +169,13 @@ pub fn fail(who: &str, message: &str) {
 }
 
 /// Installs the process's log subscriber: readable lines on stderr at `level` (else
-/// `RUST_LOG`, else info).
-pub fn init_logs(level: Option<&str>) -> Result<(), String> {
+/// `RUST_LOG`, else info for the files and, on the console, warnings plus the INFO records
+/// of the actors under `chatty` prefixes).
+pub fn init_logs(level: Option<&str>, chatty: &[&str]) -> Result<(), String> {
     crate::logs::init(&LogInit {
         level: level.map(str::to_string),
         console: Console::Human,
+        console_quiet_except: Some(chatty.iter().map(|s| s.to_string()).collect()),
     })
 }
 
@@ -201,7 +219,9 @@ pub fn run(args: Vec<OsString>) -> i32 {
         Command::Logs(args) => logs(args),
         Command::Actors(args) => needs_running_node("sparkyard actors", &args.conf),
         Command::Chaos(args) => needs_running_node("sparkyard chaos", &args.conf),
-        Command::Executor { args } => executor(&args),
+        Command::Executor { args } => role(roles::ROLE_EXECUTOR, &args),
+        Command::ApplicationMaster { args } => role(roles::ROLE_APPLICATION_MASTER, &args),
+        Command::ExecutorLauncher { args } => role(roles::ROLE_EXECUTOR_LAUNCHER, &args),
     }
 }
 
@@ -220,7 +240,7 @@ fn overrides(conf: &ConfArgs) -> Result<Vec<(String, String)>, String> {
 
 fn node(args: NodeArgs) -> i32 {
     const WHO: &str = "sparkyard node";
-    if let Err(e) = init_logs(args.log_level.as_deref()) {
+    if let Err(e) = init_logs(args.log_level.as_deref(), &[]) {
         fail(WHO, &e);
         return EXIT_BAD_INPUT;
     }
@@ -235,24 +255,13 @@ fn node(args: NodeArgs) -> i32 {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    let nodes = match crate::conf::node_managers(&loaded.conf) {
-        Ok(n) => n,
+    match node::run(loaded.conf, args.log_dir.as_deref()) {
+        Ok(code) => code,
         Err(e) => {
-            fail(WHO, &e.to_string());
-            return EXIT_BAD_INPUT;
+            fail(WHO, &e);
+            EXIT_BAD_INPUT
         }
-    };
-    let hosts: Vec<&str> = nodes.iter().map(|n| n.host.as_str()).collect();
-    fail(
-        WHO,
-        &format!(
-            "configuration in {} is valid ({} node managers: {}), but the ResourceManager and NodeManagers are not built yet",
-            loaded.dir.display(),
-            nodes.len(),
-            hosts.join(", ")
-        ),
-    );
-    EXIT_NOT_BUILT
+    }
 }
 
 fn logs(args: LogsArgs) -> i32 {
@@ -281,26 +290,34 @@ fn needs_running_node(who: &str, conf: &ConfArgs) -> i32 {
     EXIT_NOT_BUILT
 }
 
-fn executor(args: &[String]) -> i32 {
-    const WHO: &str = "sparkyard executor";
+/// A container role run by hand: its arguments are parsed exactly as a NodeManager parses
+/// a launch command, but the role itself only runs inside a container.
+fn role(name: &str, args: &[String]) -> i32 {
+    let who = format!("sparkyard {name}");
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{}", executor_usage());
+        let usage = match name {
+            roles::ROLE_EXECUTOR => executor_usage(),
+            other => crate::deploy::am_args::am_usage(&format!("sparkyard {other}")),
+        };
+        print!("{usage}");
         return EXIT_OK;
     }
-    let host = local_hostname();
-    match parse_executor_args(args, &host) {
-        Err(e) => {
-            eprint!("{}", executor_usage());
-            fail(WHO, &e.to_string());
-            e.exit_code()
+    let mut command = vec![roles::PROGRAM.to_string(), name.to_string()];
+    command.extend(args.iter().cloned());
+    match roles::parse_launch_command(&command, &local_hostname()) {
+        Err(problem) => {
+            let mut lines = problem.lines();
+            let first = lines.next().unwrap_or("invalid arguments").to_string();
+            for line in lines {
+                eprintln!("{line}");
+            }
+            fail(&who, &first);
+            EXIT_BAD_INPUT
         }
-        Ok(parsed) => {
+        Ok(_) => {
             fail(
-                WHO,
-                &format!(
-                    "arguments are valid (executor {} of {}), but the executor backend is not built yet",
-                    parsed.executor_id, parsed.app_id
-                ),
+                &who,
+                "arguments are valid, but this role runs inside a container and is launched by a NodeManager (sparkyard node, or the embedded cluster of sparkyard submit)",
             );
             EXIT_NOT_BUILT
         }

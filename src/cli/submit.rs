@@ -3,19 +3,29 @@
 //! Parsing follows SparkSubmitArguments (everything after the primary resource belongs to the
 //! application); then the configuration is assembled the way spark-submit does it (command
 //! line flags > `--conf` > properties file > environment) on top of `yarn-site.conf`, and
-//! validated as a whole. Running the application needs the YARN side (ResourceManager,
-//! NodeManagers, ApplicationMaster), which this version does not have yet; `submit` says so
-//! after the checks and exits with [`super::EXIT_NOT_BUILT`].
+//! validated as a whole. Then SparkSubmit runs in an actor system: with no master or
+//! `local-cluster[N,C,M]` against an embedded all-in-one cluster in this process, with
+//! `yarn` against the ResourceManager of a running `sparkyard node` at
+//! `yarn.resourcemanager.address`. Ctrl-C kills the application.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
 
 use super::config;
-use super::{fail, EXIT_BAD_INPUT, EXIT_NOT_BUILT, EXIT_OK};
+use super::{fail, EXIT_BAD_INPUT, EXIT_OK};
 use crate::conf::{self, SparkConf};
+use crate::deploy::client::RmConnection;
+use crate::deploy::spark_submit::{Interrupt, SparkSubmit, SubmitPlan};
 use crate::deploy::spark_submit_arguments::{
     self as ssa, SparkSubmitAction, SparkSubmitArguments, SubmitArgsError,
 };
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Restart, Strategy, SupervisorSpec};
+use crate::yarn::node::{rm_path, start_node, wait_ready};
+use crate::yarn::resource_manager::ResourceManager;
 
 const WHO: &str = "sparkyard submit";
 
@@ -29,7 +39,7 @@ pub fn run(args: &[String]) -> i32 {
         print_version();
         return EXIT_OK;
     }
-    if let Err(e) = super::init_logs(parsed.log_level.as_deref()) {
+    if let Err(e) = super::init_logs(parsed.log_level.as_deref(), &["/submit/client"]) {
         fail(WHO, &e);
         return EXIT_BAD_INPUT;
     }
@@ -44,27 +54,86 @@ pub fn run(args: &[String]) -> i32 {
     if parsed.verbose {
         print_verbose(&parsed, &conf);
     }
-    let what = match parsed.action {
-        SparkSubmitAction::Submit => format!(
-            "running {} (master {}, deploy mode {})",
-            parsed
-                .main_class
-                .as_deref()
-                .or(parsed.primary_resource.as_deref())
-                .unwrap_or("the application"),
-            parsed.master.as_deref().unwrap_or("local-cluster"),
-            parsed.effective_deploy_mode()
-        ),
-        SparkSubmitAction::Kill => "--kill".to_string(),
-        SparkSubmitAction::RequestStatus | SparkSubmitAction::PrintVersion => "--status".to_string(),
-    };
-    fail(
-        WHO,
-        &format!(
-            "arguments and configuration are valid, but {what} needs the ResourceManager, NodeManagers and ApplicationMaster, which this version does not have yet"
-        ),
-    );
-    EXIT_NOT_BUILT
+    match execute(parsed, conf) {
+        Ok(code) => code,
+        Err(e) => {
+            fail(WHO, &e);
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+/// Where the application runs: the embedded cluster (no master, or local-cluster[N,C,M])
+/// or a running node (`yarn`).
+enum Target {
+    Embedded(Vec<conf::NodeSpec>),
+    Node(String),
+}
+
+fn target(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Target, String> {
+    match parsed.master.as_deref() {
+        Some("yarn") => {
+            if parsed.action == SparkSubmitAction::Submit && parsed.effective_deploy_mode() != "cluster" {
+                return Err("client mode against a running node is not supported yet: the driver would run here and its executors in the node's process, and messaging between processes is only built for the client protocol; use --deploy-mode cluster, or the embedded cluster (no --master)".into());
+            }
+            let addr = conf.get(&conf::RM_ADDRESS).map_err(|e| e.to_string())?;
+            Ok(Target::Node(format!("{}:{}", addr.host, addr.port)))
+        }
+        Some(m) => match ssa::parse_local_cluster(m) {
+            Some((n, cores, mem)) => Ok(Target::Embedded(crate::yarn::node::local_cluster_nodes(
+                n, cores, mem,
+            ))),
+            None => Err(format!("unsupported master '{m}'")),
+        },
+        None => conf::node_managers(conf)
+            .map(Target::Embedded)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Runs the command line's action in an actor system; answers the exit status.
+fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String> {
+    let target = target(&parsed, &conf)?;
+    let log_dir = crate::logs::reader::resolve_log_dir(parsed.log_dir.as_deref().map(Path::new));
+    let conf = Arc::new(conf);
+    let system = actix::System::new();
+    system.block_on(async move {
+        let cluster = Cluster::builder()
+            .log_dir(&log_dir)
+            .node(&super::local_hostname())
+            .build()?;
+        let (rm, local_rm) = match &target {
+            Target::Embedded(nodes) => {
+                start_node(&cluster, &conf, nodes, &super::local_hostname(), None)?;
+                wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
+                let ep = cluster.endpoint::<ResourceManager>(&rm_path());
+                (RmConnection::Local(ep.clone()), Some(ep))
+            }
+            Target::Node(addr) => (RmConnection::remote(addr), None),
+        };
+        let (tx, rx) = oneshot::channel();
+        let plan = Arc::new(SubmitPlan {
+            args: parsed,
+            conf: conf.clone(),
+            rm,
+            local_rm,
+            done: Arc::new(Mutex::new(Some(tx))),
+        });
+        let spec = SupervisorSpec::new(Strategy::OneForOne).child(
+            ChildSpec::worker("spark-submit", move |_, me| SparkSubmit::new(me, plan.clone()))
+                .restart(Restart::Temporary),
+        );
+        cluster.start_root("submit", spec).map_err(|e| e.to_string())?;
+        let submit = cluster.endpoint::<SparkSubmit>(&ActorPath::from_trusted("/submit/spark-submit".into()));
+        actix::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = submit.tell(Interrupt);
+            }
+        });
+        let code = rx.await.unwrap_or(1);
+        cluster.shutdown(Duration::from_secs(10)).await;
+        Ok(code)
+    })
 }
 
 /// Prints a command-line problem as spark-submit does (the usage text where Spark shows it,

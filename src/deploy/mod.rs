@@ -1,4 +1,15 @@
-//! The submission side: SparkSubmit's arguments (the Client, the ApplicationMaster and the
-//! allocator arrive with the YARN-side milestone).
+//! The submission side and the ApplicationMaster: SparkSubmit and its arguments, the YARN
+//! Client, the ApplicationMaster with its AMEndpoint, YarnAllocator (and its decision
+//! logic), the allocation reporter, and ExecutorRunnable's launcher.
 
+pub mod allocator_state;
+pub mod am_args;
+pub mod am_endpoint;
+pub mod application_master;
+pub mod client;
+pub mod executor_runnable;
+pub mod reporter;
+pub mod resources;
+pub mod spark_submit;
 pub mod spark_submit_arguments;
+pub mod yarn_allocator;

@@ -1,4 +1,5 @@
-//! The executor side: CoarseGrainedExecutorBackend's command-line arguments (the backend
-//! itself arrives with the YARN-side milestone).
+//! The executor side: CoarseGrainedExecutorBackend and its command-line arguments (running
+//! tasks arrives with the driver-side milestone).
 
 pub mod args;
+pub mod backend;

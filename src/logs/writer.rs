@@ -47,6 +47,10 @@ pub struct LogInit {
     /// A filter directive (`info`, `debug`, `sparkyard=debug,actix=warn`); overrides `RUST_LOG`.
     pub level: Option<String>,
     pub console: Console,
+    /// When no level was asked for (neither `level` nor `RUST_LOG`), show on the console only
+    /// warnings and errors, and the INFO records of actors under these path prefixes (the
+    /// submit side's progress); the files still get every INFO record.
+    pub console_quiet_except: Option<Vec<String>>,
 }
 
 /// Collects a record's fields in the order they were given.
@@ -142,6 +146,22 @@ fn build_record(ts: SystemTime, level: &Level, fields: Fields, ctx: Option<&LogC
 pub struct JsonLayer {
     console: Console,
     color: bool,
+    quiet_except: Option<Vec<String>>,
+}
+
+impl JsonLayer {
+    fn console_shows(&self, level: &Level, record: &Value) -> bool {
+        let Some(prefixes) = &self.quiet_except else {
+            return true;
+        };
+        if *level <= Level::WARN {
+            return true;
+        }
+        match record.get("actor").and_then(Value::as_str) {
+            Some(actor) => prefixes.iter().any(|p| actor.starts_with(p.as_str())),
+            None => *level <= Level::INFO,
+        }
+    }
 }
 
 impl<S: Subscriber> Layer<S> for JsonLayer {
@@ -166,6 +186,9 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
         let line = record.to_string();
         if let Some(s) = &cluster_sink {
             s.write(&record, &line);
+        }
+        if !self.console_shows(event.metadata().level(), &record) {
+            return;
         }
         match self.console {
             Console::Off => {}
@@ -201,9 +224,15 @@ fn filter_from(level: Option<&str>) -> Result<EnvFilter, String> {
 /// directive is invalid or a subscriber is already installed.
 pub fn init(opts: &LogInit) -> Result<(), String> {
     let filter = filter_from(opts.level.as_deref())?;
+    let explicit = opts.level.is_some() || std::env::var("RUST_LOG").is_ok_and(|v| !v.trim().is_empty());
     let layer = JsonLayer {
         console: opts.console,
         color: std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        quiet_except: if explicit {
+            None
+        } else {
+            opts.console_quiet_except.clone()
+        },
     };
     tracing_subscriber::registry()
         .with(layer.with_filter(filter))
@@ -219,6 +248,7 @@ pub fn init_for_tests() {
         let _ = init(&LogInit {
             level: None,
             console: Console::Off,
+            console_quiet_except: None,
         });
     });
 }

@@ -4,3 +4,4 @@
 pub mod endpoint;
 
 pub use endpoint::{AskError, EndpointRef};
+pub mod tcp;

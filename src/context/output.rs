@@ -1,0 +1,88 @@
+//! Application output: what an application prints through its environment.
+//!
+//! In client mode it goes to the submitting process's stdout. In cluster mode it goes to
+//! the driver container's stdout, which the NodeManager keeps (so the Client can fetch and
+//! print it after the final report) and which the log directory keeps beside the
+//! container's records (`apps/<app>/<container>/stdout`).
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use crate::logs::sink::LogSink;
+
+/// How much of a container's stdout its NodeManager keeps in memory (the file under the log
+/// directory keeps everything).
+pub const MAX_KEPT_OUTPUT: usize = 1 << 20;
+
+#[derive(Debug)]
+enum Target {
+    Stdout,
+    Container {
+        kept: Mutex<String>,
+        file: Option<(Arc<LogSink>, String, String)>,
+    },
+}
+
+/// Where an application's output goes; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct OutputSink(Arc<Target>);
+
+impl OutputSink {
+    /// The process's stdout (client mode).
+    pub fn stdout() -> OutputSink {
+        OutputSink(Arc::new(Target::Stdout))
+    }
+
+    /// A container's stdout, also appended to `apps/<app_id>/<container_id>/stdout` under
+    /// the sink's log directory, if it has one.
+    pub fn container(sink: Option<Arc<LogSink>>, app_id: &str, container_id: &str) -> OutputSink {
+        OutputSink(Arc::new(Target::Container {
+            kept: Mutex::new(String::new()),
+            file: sink.map(|s| (s, app_id.to_string(), container_id.to_string())),
+        }))
+    }
+
+    /// Writes one line.
+    pub fn println(&self, line: &str) {
+        match &*self.0 {
+            Target::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            Target::Container { kept, file } => {
+                {
+                    let mut k = kept.lock().unwrap_or_else(|p| p.into_inner());
+                    if k.len() + line.len() < MAX_KEPT_OUTPUT {
+                        k.push_str(line);
+                        k.push('\n');
+                    }
+                }
+                if let Some((sink, app, container)) = file {
+                    sink.append_stdout(app, container, &format!("{line}\n"));
+                }
+            }
+        }
+    }
+
+    /// What was written so far (empty for stdout).
+    pub fn text(&self) -> String {
+        match &*self.0 {
+            Target::Stdout => String::new(),
+            Target::Container { kept, .. } => kept.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_output_is_kept() {
+        let out = OutputSink::container(None, "application_1_0001", "container_1_0001_01_000001");
+        out.println("Pi is roughly 3.14");
+        out.clone().println("done");
+        assert_eq!(out.text(), "Pi is roughly 3.14\ndone\n");
+    }
+}

@@ -1,0 +1,677 @@
+//! ApplicationMaster: the AM of one application attempt, at `<container>/am/application-master`.
+//!
+//! Cluster mode (`runDriver`): it starts the user's main on a separate "Driver" thread and
+//! waits up to `spark.yarn.am.waitTime` for the SparkContext (`sparkContextPromise`). When
+//! the context reports in (`sparkContextInitialized`), the AM registers with the
+//! ResourceManager, creates its allocator (the container launcher, the YarnAllocator, the
+//! AMEndpoint, a first allocation, then the reporter), and resumes the driver — seed 001's
+//! eight steps. When the user's main returns or throws, the AM finishes.
+//! Client mode (`runExecutorLauncher`): there is no user code here; the driver runs in the
+//! submitting process, and the AM registers, allocates executors for it, and finishes when
+//! the driver stops.
+//!
+//! `finish(status, code, message)` is Spark's: the first call wins; in cluster mode a finish
+//! before registration becomes (FAILED, 13). Then, as the shutdown hook does, the driver is
+//! stopped if it still runs, the AM unregisters (only if the status is SUCCEEDED or this is
+//! the last attempt, so YARN retries a failed attempt), and the AM ends with the exit code:
+//! as the container's significant role, its exit status is the container's.
+
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle, WrapFuture};
+
+use super::am_args::AmArgs;
+use super::am_endpoint::AmEndpoint;
+use super::executor_runnable::ContainerLauncher;
+use super::reporter::Reporter;
+use super::yarn_allocator::{AllocateResources, AllocatorConfig, YarnAllocator};
+use crate::conf::{self, SparkConf};
+use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths, OutputSink};
+use crate::rpc::EndpointRef;
+use crate::runtime::supervisor::StartChild;
+use crate::runtime::{
+    ActorPath, CancelToken, ChildSpec, ExitReason, Me, Restart, Supervision, Supervisor, Terminated,
+};
+use crate::yarn::protocol::{FinishApplicationMaster, RegisterApplicationMaster};
+use crate::yarn::records::{ApplicationAttemptId, Container, FinalApplicationStatus};
+use crate::yarn::resource_manager::ResourceManager;
+
+/// ApplicationMaster exit codes ("no reason behind the values").
+pub mod exit_code {
+    pub const EXIT_SUCCESS: i32 = 0;
+    pub const EXIT_UNCAUGHT_EXCEPTION: i32 = 10;
+    pub const EXIT_MAX_EXECUTOR_FAILURES: i32 = 11;
+    pub const EXIT_REPORTER_FAILURE: i32 = 12;
+    pub const EXIT_SC_NOT_INITED: i32 = 13;
+    pub const EXIT_SECURITY: i32 = 14;
+    pub const EXIT_EXCEPTION_USER_CLASS: i32 = 15;
+    pub const EXIT_EARLY: i32 = 16;
+    pub const EXIT_DISCONNECTED: i32 = 17;
+}
+use exit_code::*;
+
+/// Which of Spark's two AM classes this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmMode {
+    /// org.apache.spark.deploy.yarn.ApplicationMaster: the driver runs inside.
+    Cluster,
+    /// org.apache.spark.deploy.yarn.ExecutorLauncher: the driver runs in the client.
+    Client,
+}
+
+/// What the NodeManager gives the AM about its container.
+#[derive(Clone, Debug)]
+pub struct AmContext {
+    pub mode: AmMode,
+    pub args: AmArgs,
+    pub attempt_id: ApplicationAttemptId,
+    pub container: Container,
+    pub conf: Arc<SparkConf>,
+    pub output: OutputSink,
+    pub rm: ActorPath,
+}
+
+/// The user's SparkContext is up: register, allocate, then answer on `resume`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SparkContextInitialized {
+    pub driver: DriverPaths,
+    pub resume: SyncSender<Result<(), String>>,
+}
+
+/// The user's main returned or threw (sent from the Driver thread).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct UserClassFinished {
+    pub outcome: Result<(), AppError>,
+}
+
+/// Ends the attempt (the reporter's verdicts, AMEndpoint's Shutdown).
+#[derive(Clone, Debug, Message)]
+#[rtype(result = "()")]
+pub struct Finish {
+    pub status: FinalApplicationStatus,
+    pub code: i32,
+    pub message: String,
+}
+
+/// Called on the Driver thread by SparkContext's constructor (cluster mode): tells the AM
+/// and waits until it resumes the driver. Returns why not, if it will not.
+pub fn spark_context_initialized(env: &AppEnv, am: &ActorPath, paths: &DriverPaths) -> Result<(), String> {
+    let (tx, rx) = sync_channel(1);
+    let ep: EndpointRef<ApplicationMaster> = env.cluster.endpoint(am);
+    ep.tell(SparkContextInitialized {
+        driver: paths.clone(),
+        resume: tx,
+    })
+    .map_err(|e| format!("the ApplicationMaster is gone: {e}"))?;
+    let conf = &env.conf;
+    let bound = conf
+        .get(&conf::AM_MAX_WAIT_TIME)
+        .unwrap_or(Duration::from_secs(100))
+        + conf
+            .get(&conf::RPC_ASK_TIMEOUT)
+            .unwrap_or(Duration::from_secs(120))
+            * 3;
+    match rx.recv_timeout(bound) {
+        Ok(result) => result,
+        Err(_) => Err("the ApplicationMaster did not resume the driver".into()),
+    }
+}
+
+/// The AM subtree's segment names.
+pub const AM_SEGMENT: &str = "am";
+const LAUNCHER: &str = "launcher";
+const ALLOCATOR: &str = "allocator";
+const AM_ENDPOINT: &str = "am-endpoint";
+const REPORTER: &str = "reporter";
+
+/// The ApplicationMaster actor; see the module docs.
+pub struct ApplicationMaster {
+    me: Me,
+    ctx: AmContext,
+    rm: EndpointRef<ResourceManager>,
+    /// The `am` supervisor (this actor's parent), under which the AM's other actors start.
+    am_sup: ActorPath,
+    registered: bool,
+    unregistered: bool,
+    finished: bool,
+    shutting_down: bool,
+    final_status: FinalApplicationStatus,
+    exit_code: i32,
+    final_msg: String,
+    driver: Option<DriverPaths>,
+    resume: Option<SyncSender<Result<(), String>>>,
+    wait_timer: Option<SpawnHandle>,
+    user_cancel: CancelToken,
+    user_done: bool,
+    ask_timeout: Duration,
+}
+
+impl ApplicationMaster {
+    pub fn new(me: Me, ctx: AmContext) -> ApplicationMaster {
+        let rm = me.endpoint(&ctx.rm);
+        let am_sup = me.path().parent().unwrap_or_else(|| me.path().clone());
+        let user_cancel = me.cancel_token().child();
+        let ask_timeout = ctx
+            .conf
+            .get(&conf::RPC_ASK_TIMEOUT)
+            .unwrap_or(Duration::from_secs(120));
+        ApplicationMaster {
+            me,
+            ctx,
+            rm,
+            am_sup,
+            registered: false,
+            unregistered: false,
+            finished: false,
+            shutting_down: false,
+            final_status: FinalApplicationStatus::Undefined,
+            exit_code: EXIT_SUCCESS,
+            final_msg: String::new(),
+            driver: None,
+            resume: None,
+            wait_timer: None,
+            user_cancel,
+            user_done: false,
+            ask_timeout,
+        }
+    }
+
+    fn child_path(&self, seg: &str) -> ActorPath {
+        ActorPath::parse(&format!("{}/{seg}", self.am_sup)).unwrap_or_else(|_| self.am_sup.clone())
+    }
+
+    /// `maxAppAttempts = min(spark.yarn.maxAppAttempts?, yarn.resourcemanager.am.max-attempts)`.
+    fn is_last_attempt(&self) -> bool {
+        let yarn_max = self.ctx.conf.get(&conf::RM_AM_MAX_ATTEMPTS).unwrap_or(2);
+        let max = match self.ctx.conf.get(&conf::MAX_APP_ATTEMPTS).ok().flatten() {
+            Some(spark_max) => spark_max.min(yarn_max),
+            None => yarn_max,
+        };
+        self.ctx.attempt_id.attempt >= max
+    }
+
+    fn start_user_class(&mut self, ctx: &mut Context<Self>) {
+        let class = self.ctx.args.user_class.clone().unwrap_or_default();
+        let Some(main) = crate::apps::lookup(&class) else {
+            self.finish(
+                ctx,
+                FinalApplicationStatus::Failed,
+                EXIT_UNCAUGHT_EXCEPTION,
+                format!("Uncaught exception: java.lang.ClassNotFoundException: {class}"),
+            );
+            return;
+        };
+        let env = AppEnv {
+            args: self.ctx.args.user_args.clone(),
+            conf: self.ctx.conf.clone(),
+            cluster: self.me.cluster().clone(),
+            mode: DriverMode::Cluster {
+                am: self.me.path().clone(),
+                parent: self.am_sup.clone(),
+            },
+            output: self.ctx.output.clone(),
+            cancel: self.user_cancel.clone(),
+            host: self.ctx.container.node.clone(),
+            app_id: self.ctx.attempt_id.app.to_string(),
+            attempt: self.ctx.attempt_id.attempt,
+        };
+        let am: EndpointRef<ApplicationMaster> = self.me.endpoint(self.me.path());
+        let log = self.me.log_ctx().clone();
+        tracing::info!(
+            class = class.as_str(),
+            "Starting the user application in a separate Thread"
+        );
+        let spawned = std::thread::Builder::new().name("Driver".into()).spawn(move || {
+            let _scope = crate::logs::LogScope::enter(&log);
+            let outcome = crate::runtime::panic::catch(|| main(&env)).unwrap_or_else(|panic| {
+                Err(AppError::Exception(format!(
+                    "java.lang.RuntimeException: {panic}"
+                )))
+            });
+            let _ = am.tell(UserClassFinished { outcome });
+        });
+        if let Err(e) = spawned {
+            self.finish(
+                ctx,
+                FinalApplicationStatus::Failed,
+                EXIT_UNCAUGHT_EXCEPTION,
+                format!("Uncaught exception: cannot start the Driver thread: {e}"),
+            );
+            return;
+        }
+        let wait = self
+            .ctx
+            .conf
+            .get(&conf::AM_MAX_WAIT_TIME)
+            .unwrap_or(Duration::from_secs(100));
+        tracing::info!("Waiting for spark context initialization...");
+        let clock = self.me.clock().clone();
+        self.wait_timer = Some(crate::runtime::timers::run_later(
+            ctx,
+            &clock,
+            wait,
+            |act: &mut Self, ctx| {
+                act.wait_timer = None;
+                if act.driver.is_none() && !act.finished {
+                    act.finish(
+                        ctx,
+                        FinalApplicationStatus::Failed,
+                        EXIT_SC_NOT_INITED,
+                        "Timed out waiting for SparkContext.".into(),
+                    );
+                }
+            },
+        ));
+    }
+
+    /// registerAM, then createAllocator; `then` runs once the allocator is up (or failed).
+    fn register_and_allocate(&mut self, ctx: &mut Context<Self>, driver_yse: ActorPath) {
+        let register = RegisterApplicationMaster {
+            attempt_id: self.ctx.attempt_id,
+            host: self.ctx.container.node.clone(),
+            rpc_port: match self.ctx.mode {
+                AmMode::Cluster => 0,
+                AmMode::Client => -1,
+            },
+            tracking_url: String::new(),
+        };
+        tracing::info!(attempt_id = %self.ctx.attempt_id, "Registering the ApplicationMaster");
+        let (rm, timeout) = (self.rm.clone(), self.ask_timeout);
+        ctx.spawn(
+            async move { rm.ask(register, timeout).await }
+                .into_actor(self)
+                .map(move |res, act, ctx| match res {
+                    Ok(Ok(_)) => {
+                        act.registered = true;
+                        tracing::info!(attempt_id = %act.ctx.attempt_id, "Registered with the ResourceManager");
+                        act.create_allocator(ctx, driver_yse);
+                    }
+                    Ok(Err(e)) => act.fail_startup(ctx, format!("Uncaught exception: {e}")),
+                    Err(e) => act.fail_startup(ctx, format!("Uncaught exception: {e}")),
+                }),
+        );
+    }
+
+    fn fail_startup(&mut self, ctx: &mut Context<Self>, message: String) {
+        self.resume_driver(Err(message.clone()));
+        self.finish(
+            ctx,
+            FinalApplicationStatus::Failed,
+            EXIT_UNCAUGHT_EXCEPTION,
+            message,
+        );
+    }
+
+    fn resume_driver(&mut self, result: Result<(), String>) {
+        if let Some(resume) = self.resume.take() {
+            let _ = resume.send(result);
+        }
+    }
+
+    /// The AM's own actors, in Spark's order: the launcher pool and the allocator, then
+    /// the AMEndpoint (so the allocator exists before any RequestExecutors), then one
+    /// allocation, then the reporter.
+    fn create_allocator(&mut self, ctx: &mut Context<Self>, driver_yse: ActorPath) {
+        let conf = self.ctx.conf.clone();
+        let supervision = Supervision::from_conf(&conf).unwrap_or_default();
+        let sup = self.me.endpoint::<Supervisor>(&self.am_sup);
+        let allocator_path = self.child_path(ALLOCATOR);
+        let launcher_path = self.child_path(LAUNCHER);
+        let reporter_path = self.child_path(REPORTER);
+        let am_path = self.me.path().clone();
+        let rm_path = self.ctx.rm.clone();
+        let attempt = self.ctx.attempt_id;
+        let driver_endpoint = match self.ctx.mode {
+            AmMode::Cluster => self.driver.as_ref().map(|d| d.driver_endpoint.clone()),
+            AmMode::Client => driver_yse
+                .parent()
+                .and_then(|p| ActorPath::parse(&format!("{p}/driver-endpoint")).ok()),
+        }
+        .unwrap_or_else(|| driver_yse.clone());
+        let config = AllocatorConfig::from_conf(&conf, attempt, &self.ctx.container.node, driver_endpoint);
+        let launcher_threads = conf.get(&conf::CONTAINER_LAUNCH_MAX_THREADS).unwrap_or(25) as usize;
+        let timeout = self.ask_timeout;
+        let shutdown = Duration::from_secs(1).max(supervision.shutdown_timeout);
+        let (lp, ap, rp_, yse) = (
+            launcher_path.clone(),
+            allocator_path.clone(),
+            reporter_path.clone(),
+            driver_yse.clone(),
+        );
+        let (c1, c2) = (conf.clone(), conf.clone());
+        let launcher = ChildSpec::worker(LAUNCHER, move |_, me| {
+            ContainerLauncher::new(me, launcher_threads, timeout)
+        })
+        .restart(Restart::Permanent);
+        let (rm1, lp1, yse1) = (rm_path.clone(), lp.clone(), yse.clone());
+        let allocator = ChildSpec::worker(ALLOCATOR, move |_, me| {
+            YarnAllocator::new(
+                me,
+                config.clone(),
+                rm1.clone(),
+                lp1.clone(),
+                yse1.clone(),
+                c1.clone(),
+            )
+        });
+        let (ap1, rp1, am1) = (ap.clone(), rp_.clone(), am_path.clone());
+        let endpoint = ChildSpec::worker(AM_ENDPOINT, move |_, me| {
+            AmEndpoint::new(me, ap1.clone(), rp1.clone(), am1.clone(), yse.clone())
+        });
+        let (ap2, am2) = (ap.clone(), am_path.clone());
+        let reporter = ChildSpec::worker(REPORTER, move |_, me| {
+            Reporter::new(me, &c2, ap2.clone(), am2.clone())
+        })
+        .shutdown(crate::runtime::Shutdown::Timeout(shutdown));
+        let allocator_ref: EndpointRef<YarnAllocator> = self.me.endpoint(&allocator_path);
+        let fut = async move {
+            for spec in [launcher, allocator, endpoint] {
+                sup.ask(StartChild(spec), timeout)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+            }
+            allocator_ref
+                .ask(AllocateResources, timeout)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            sup.ask(StartChild(reporter), timeout)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            Ok::<(), String>(())
+        };
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| match res {
+            Ok(()) => {
+                tracing::info!("Started the allocator, the AMEndpoint and the reporter; resuming the driver");
+                act.resume_driver(Ok(()));
+            }
+            Err(e) => act.fail_startup(ctx, format!("Uncaught exception: {e}")),
+        }));
+    }
+
+    /// Spark's finish(): the first call wins; then the shutdown hook's work.
+    fn finish(
+        &mut self,
+        ctx: &mut Context<Self>,
+        status: FinalApplicationStatus,
+        code: i32,
+        message: String,
+    ) {
+        if self.finished {
+            return;
+        }
+        let (status, code) = if !self.registered && self.ctx.mode == AmMode::Cluster {
+            (FinalApplicationStatus::Failed, EXIT_SC_NOT_INITED)
+        } else {
+            (status, code)
+        };
+        let limit = self.ctx.conf.get(&conf::AM_FINAL_MSG_LIMIT).unwrap_or(1 << 20) as usize;
+        self.final_msg = abbreviate(&message, limit);
+        self.final_status = status;
+        self.exit_code = code;
+        self.finished = true;
+        tracing::info!(
+            final_status = %status,
+            exit_code = code,
+            "Final app status: {status}, exitCode: {code}{}",
+            if message.is_empty() { String::new() } else { format!(", (reason: {message})") }
+        );
+        if let Some(h) = self.wait_timer.take() {
+            ctx.cancel_future(h);
+        }
+        if !self.user_done {
+            self.user_cancel.cancel("the ApplicationMaster finished");
+        }
+        self.resume_driver(Err(format!("the ApplicationMaster finished: {message}")));
+        self.shutdown(ctx);
+    }
+
+    /// The shutdown hook: stop the reporter and the driver, unregister (SUCCEEDED or last
+    /// attempt only), then end with the exit code.
+    fn shutdown(&mut self, ctx: &mut Context<Self>) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        let unregister = self.registered
+            && !self.unregistered
+            && (self.final_status == FinalApplicationStatus::Succeeded || self.is_last_attempt());
+        if !unregister && self.registered {
+            tracing::info!(
+                attempt_id = %self.ctx.attempt_id,
+                "Not unregistering: the attempt failed and is not the last, so YARN will try again"
+            );
+        }
+        let sup = self.me.endpoint::<Supervisor>(&self.am_sup);
+        let cluster = self.me.cluster().clone();
+        let driver = self.driver.clone().filter(|_| self.ctx.mode == AmMode::Cluster);
+        let rm = self.rm.clone();
+        let finish = FinishApplicationMaster {
+            attempt_id: self.ctx.attempt_id,
+            final_status: self.final_status,
+            diagnostics: self.final_msg.clone(),
+            tracking_url: String::new(),
+        };
+        let timeout = self.ask_timeout;
+        let fut = async move {
+            let _ = sup
+                .ask(
+                    crate::runtime::supervisor::TerminateChild(REPORTER.into()),
+                    timeout,
+                )
+                .await;
+            if let Some(paths) = driver {
+                if cluster.registry().contains(&paths.driver) {
+                    stop_driver(&cluster, &paths, timeout).await;
+                }
+            }
+            if unregister {
+                tracing::info!(
+                    final_status = %finish.final_status,
+                    "Unregistering ApplicationMaster with {} (diag message: {})",
+                    finish.final_status,
+                    finish.diagnostics
+                );
+                return match rm.ask(finish, timeout).await {
+                    Ok(Ok(())) => Ok(true),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+            }
+            Ok(false)
+        };
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            match res {
+                Ok(true) => act.unregistered = true,
+                Ok(false) => {}
+                Err(e) => tracing::error!("Failed to unregister the ApplicationMaster: {e}"),
+            }
+            let me = act.me.clone();
+            me.exit(
+                ctx,
+                ExitReason::Exit {
+                    code: act.exit_code,
+                    message: act.final_msg.clone(),
+                },
+            );
+        }));
+    }
+}
+
+/// Commons' StringUtils.abbreviate: at most `limit` characters, ending in "..." if cut.
+fn abbreviate(message: &str, limit: usize) -> String {
+    if message.chars().count() <= limit || limit < 4 {
+        return message.to_string();
+    }
+    let mut out: String = message.chars().take(limit - 3).collect();
+    out.push_str("...");
+    out
+}
+
+impl Actor for ApplicationMaster {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        tracing::info!(attempt_id = %self.ctx.attempt_id, "ApplicationAttemptId: {}", self.ctx.attempt_id);
+        match self.ctx.mode {
+            AmMode::Cluster => self.start_user_class(ctx),
+            AmMode::Client => {
+                let Some(driver) = self
+                    .ctx
+                    .args
+                    .user_args
+                    .first()
+                    .and_then(|p| ActorPath::parse(p).ok())
+                else {
+                    self.finish(
+                        ctx,
+                        FinalApplicationStatus::Failed,
+                        EXIT_UNCAUGHT_EXCEPTION,
+                        "Uncaught exception: the executor launcher was given no driver address".into(),
+                    );
+                    return;
+                };
+                tracing::info!(driver = driver.as_str(), "Connecting to the driver at {driver}");
+                let me = self.me.clone();
+                me.watch(ctx, &driver);
+                self.register_and_allocate(ctx, driver);
+            }
+        }
+    }
+}
+
+impl Handler<SparkContextInitialized> for ApplicationMaster {
+    type Result = ();
+
+    fn handle(&mut self, msg: SparkContextInitialized, ctx: &mut Context<Self>) {
+        if self.finished {
+            let _ = msg
+                .resume
+                .send(Err("the ApplicationMaster already finished".into()));
+            return;
+        }
+        if let Some(h) = self.wait_timer.take() {
+            ctx.cancel_future(h);
+        }
+        let yse = msg.driver.yarn_scheduler.clone();
+        self.driver = Some(msg.driver);
+        self.resume = Some(msg.resume);
+        self.register_and_allocate(ctx, yse);
+    }
+}
+
+impl Handler<UserClassFinished> for ApplicationMaster {
+    type Result = ();
+
+    fn handle(&mut self, msg: UserClassFinished, ctx: &mut Context<Self>) {
+        self.user_done = true;
+        match msg.outcome {
+            Ok(()) => {
+                tracing::info!("The user application's main returned");
+                self.finish(
+                    ctx,
+                    FinalApplicationStatus::Succeeded,
+                    EXIT_SUCCESS,
+                    String::new(),
+                );
+            }
+            Err(AppError::Exit(code)) => self.finish(
+                ctx,
+                FinalApplicationStatus::Failed,
+                code,
+                format!("User application exited with status {code}"),
+            ),
+            Err(AppError::Exception(e)) => {
+                tracing::error!("User class threw exception: {e}");
+                self.finish(
+                    ctx,
+                    FinalApplicationStatus::Failed,
+                    EXIT_EXCEPTION_USER_CLASS,
+                    format!("User class threw exception: {e}"),
+                )
+            }
+        }
+    }
+}
+
+impl Handler<Finish> for ApplicationMaster {
+    type Result = ();
+
+    fn handle(&mut self, msg: Finish, ctx: &mut Context<Self>) {
+        self.finish(ctx, msg.status, msg.code, msg.message);
+    }
+}
+
+impl Handler<Terminated> for ApplicationMaster {
+    type Result = ();
+
+    /// Client mode: the driver went away (AMEndpoint.onDisconnected).
+    fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
+        if self.ctx.mode != AmMode::Client || self.finished {
+            return;
+        }
+        let treat_as_failed = self
+            .ctx
+            .conf
+            .get(&conf::AM_CLIENT_MODE_TREAT_DISCONNECT_AS_FAILED)
+            .unwrap_or(false);
+        if treat_as_failed {
+            self.finish(
+                ctx,
+                FinalApplicationStatus::Failed,
+                EXIT_DISCONNECTED,
+                format!("Driver {} disassociated unexpectedly", msg.path),
+            );
+        } else {
+            tracing::info!(
+                driver = msg.path.as_str(),
+                "Driver terminated or disconnected! Shutting down."
+            );
+            self.finish(
+                ctx,
+                FinalApplicationStatus::Succeeded,
+                EXIT_SUCCESS,
+                String::new(),
+            );
+        }
+    }
+}
+
+/// The AM's subtree, the AM container's significant role: `am`, a supervisor whose
+/// significant child is the ApplicationMaster (its end ends the container with its exit
+/// code); the AM starts its other actors under it as it goes.
+pub fn am_subtree_spec(ctx: AmContext) -> ChildSpec {
+    let supervision = Supervision::from_conf(&ctx.conf).unwrap_or_default();
+    ChildSpec::supervisor(AM_SEGMENT, move || {
+        let ctx = ctx.clone();
+        crate::runtime::SupervisorSpec::new(crate::runtime::Strategy::OneForOne)
+            .supervision(&supervision)
+            .auto_shutdown(true)
+            .child(
+                ChildSpec::worker("application-master", move |_, me| {
+                    ApplicationMaster::new(me, ctx.clone())
+                })
+                .restart(Restart::Temporary)
+                .significant(true),
+            )
+    })
+    .restart(Restart::Temporary)
+    .significant(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abbreviation() {
+        assert_eq!(abbreviate("short", 10), "short");
+        assert_eq!(abbreviate("abcdefghijk", 8), "abcde...");
+    }
+}

@@ -1,0 +1,190 @@
+//! ExecutorRunnable and its launcher pool, at `<container>/am/launcher`.
+//!
+//! ExecutorRunnable.prepareCommand builds an executor container's launch command as an
+//! argument vector (`sparkyard [-D...] executor --driver-url ... --executor-id ...
+//! --hostname ... --cores ... --app-id ... --resourceProfileId ...`), with the executor's
+//! extra Java options and environment (`spark.executorEnv.*`) from the configuration, and
+//! asks the container's NodeManager to start it. The ContainerLauncher runs at most
+//! `spark.yarn.containerLauncherMaxThreads` launches at a time (Spark's launcher pool);
+//! each result goes back to the allocator.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
+
+use super::yarn_allocator::{LaunchResult, YarnAllocator};
+use crate::cli::roles::{build_command, ROLE_EXECUTOR};
+use crate::conf::SparkConf;
+use crate::executor::args::{executor_command, ExecutorArgs};
+use crate::rpc::EndpointRef;
+use crate::runtime::{ActorPath, Me};
+use crate::yarn::node_manager::{node_manager_path, NodeManager};
+use crate::yarn::protocol::StartContainer;
+use crate::yarn::records::{Container, ContainerLaunchContext};
+
+/// One executor to start in one granted container (Spark's ExecutorRunnable).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutorRunnable {
+    pub container: Container,
+    pub driver_url: String,
+    pub executor_id: String,
+    pub app_id: String,
+    pub executor_cores: u32,
+    pub resource_profile_id: u32,
+    pub extra_java_options: String,
+    pub environment: BTreeMap<String, String>,
+}
+
+impl ExecutorRunnable {
+    /// Builds the runnable from the configuration.
+    pub fn from_conf(
+        conf: &SparkConf,
+        container: Container,
+        driver_url: &str,
+        executor_id: &str,
+        app_id: &str,
+        cores: u32,
+    ) -> Self {
+        let environment = conf
+            .iter()
+            .filter_map(|(k, v)| {
+                k.strip_prefix("spark.executorEnv.")
+                    .map(|name| (name.to_string(), v.to_string()))
+            })
+            .collect();
+        ExecutorRunnable {
+            container,
+            driver_url: driver_url.to_string(),
+            executor_id: executor_id.to_string(),
+            app_id: app_id.to_string(),
+            executor_cores: cores,
+            resource_profile_id: 0,
+            extra_java_options: conf
+                .get_str("spark.executor.extraJavaOptions")
+                .unwrap_or("")
+                .to_string(),
+            environment,
+        }
+    }
+
+    /// ExecutorRunnable.prepareCommand.
+    pub fn prepare_command(&self) -> Vec<String> {
+        let args = ExecutorArgs {
+            driver_url: self.driver_url.clone(),
+            executor_id: self.executor_id.clone(),
+            bind_address: self.container.node.clone(),
+            hostname: self.container.node.clone(),
+            cores: self.executor_cores,
+            app_id: self.app_id.clone(),
+            worker_url: None,
+            resources_file: None,
+            resource_profile_id: self.resource_profile_id,
+        };
+        let role_args = executor_command(&args).into_iter().skip(1).collect();
+        build_command(&[], &self.extra_java_options, ROLE_EXECUTOR, role_args)
+    }
+
+    /// The container's launch context.
+    pub fn launch_context(&self) -> ContainerLaunchContext {
+        let mut environment = self.environment.clone();
+        environment.insert("SPARK_USER".into(), crate::deploy::client::current_user());
+        ContainerLaunchContext {
+            command: self.prepare_command(),
+            environment,
+            local_resources: BTreeMap::new(),
+        }
+    }
+}
+
+/// Starts an executor (from the allocator).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct LaunchExecutor {
+    pub runnable: ExecutorRunnable,
+    pub reply_to: ActorPath,
+}
+
+/// The ContainerLauncher actor; see the module docs.
+pub struct ContainerLauncher {
+    me: Me,
+    max_in_flight: usize,
+    in_flight: usize,
+    queue: VecDeque<LaunchExecutor>,
+    timeout: Duration,
+}
+
+impl ContainerLauncher {
+    pub fn new(me: Me, max_in_flight: usize, timeout: Duration) -> Self {
+        ContainerLauncher {
+            me,
+            max_in_flight: max_in_flight.max(1),
+            in_flight: 0,
+            queue: VecDeque::new(),
+            timeout,
+        }
+    }
+
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        while self.in_flight < self.max_in_flight {
+            let Some(job) = self.queue.pop_front() else { return };
+            self.in_flight += 1;
+            let r = &job.runnable;
+            let launch = r.launch_context();
+            tracing::info!(
+                executor_id = r.executor_id.as_str(),
+                container = %r.container.id,
+                host = r.container.node.as_str(),
+                command = launch.command.join(" ").as_str(),
+                "Launching container {} on host {} for executor with ID {} for ResourceProfile Id {}",
+                r.container.id,
+                r.container.node,
+                r.executor_id,
+                r.resource_profile_id
+            );
+            let nm: EndpointRef<NodeManager> = self.me.endpoint(&node_manager_path(&r.container.node));
+            let allocator: EndpointRef<YarnAllocator> = self.me.endpoint(&job.reply_to);
+            let start = StartContainer {
+                container: r.container.clone(),
+                launch,
+            };
+            let (container_id, executor_id) = (r.container.id, r.executor_id.clone());
+            let host = r.container.node.clone();
+            let timeout = self.timeout;
+            let fut = async move {
+                let result = match nm.ask(start, timeout).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(format!(
+                        "Exception while starting container {container_id} on host {host}: {e}"
+                    )),
+                    Err(e) => Err(format!(
+                        "Exception while starting container {container_id} on host {host}: {e}"
+                    )),
+                };
+                let _ = allocator.tell(LaunchResult {
+                    container_id,
+                    executor_id,
+                    host: Some(host.clone()),
+                    result,
+                });
+            };
+            ctx.spawn(fut.into_actor(self).map(|_, act, ctx| {
+                act.in_flight = act.in_flight.saturating_sub(1);
+                act.pump(ctx);
+            }));
+        }
+    }
+}
+
+impl Actor for ContainerLauncher {
+    type Context = Context<Self>;
+}
+
+impl Handler<LaunchExecutor> for ContainerLauncher {
+    type Result = ();
+
+    fn handle(&mut self, msg: LaunchExecutor, ctx: &mut Context<Self>) {
+        self.queue.push_back(msg);
+        self.pump(ctx);
+    }
+}

@@ -1,0 +1,517 @@
+//! YarnAllocator, at `<container>/am/allocator`: the actor around Spark's allocation rules
+//! ([`super::allocator_state`]).
+//!
+//! On start it asks the driver for the last executor id it allocated
+//! (RetrieveLastAllocatedExecutorId) and the ResourceManager for the cluster's racks, and
+//! handles nothing else until both answer (Spark's constructor blocks the same way).
+//! `AllocateResources` is one heartbeat: updateResourceRequests, then Allocate with the
+//! outstanding requests and the containers to release, then the granted containers
+//! (matched host → rack → any; unmatched ones released; matched ones launched through the
+//! ContainerLauncher as ExecutorRunnables) and the completed ones (Spark's exit-status
+//! rules; RemoveExecutor to the driver; loss-reason answers). The driver's new totals,
+//! kills and loss-reason questions arrive from the AMEndpoint.
+//!
+//! The allocator also watches each container it launched (as NMClientAsync reports a
+//! container stopping): when one ends, it wakes the reporter for an early heartbeat, so the
+//! completed status — and the replacement request — reach the ResourceManager without
+//! waiting out the heartbeat interval. The status itself still comes through Allocate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseActFuture,
+    WrapFuture,
+};
+use tokio::sync::oneshot;
+
+use super::allocator_state::{
+    max_num_executor_failures, AllocatorSettings, AllocatorState, LogLevel, LogLine, LossReasonAnswer,
+};
+use super::executor_runnable::{ContainerLauncher, ExecutorRunnable, LaunchExecutor};
+use super::reporter::{Reporter, ResetAllocatorInterval};
+use super::resources::executor_memory;
+use crate::conf::{self, SparkConf};
+use crate::rpc::EndpointRef;
+use crate::runtime::Terminated;
+use crate::runtime::{ActorPath, Me};
+use crate::scheduler::loss_reason::ExecutorLossReason;
+use crate::scheduler::messages::{RemoveExecutor, RequestExecutors, RetrieveLastAllocatedExecutorId};
+use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
+use crate::yarn::node::container_path;
+use crate::yarn::protocol::{Allocate, GetClusterNodes, YarnError};
+use crate::yarn::records::{ApplicationAttemptId, ContainerId, Resource};
+use crate::yarn::resource_manager::ResourceManager;
+
+/// How the allocator answers a loss-reason question later.
+pub type LossReasonReply = oneshot::Sender<Result<ExecutorLossReason, String>>;
+
+/// Everything the allocator needs from the configuration.
+#[derive(Clone, Debug)]
+pub struct AllocatorConfig {
+    pub settings: AllocatorSettings,
+    pub attempt: ApplicationAttemptId,
+    pub am_host: String,
+    /// The DriverEndpoint's path, given to executors as `--driver-url`.
+    pub driver_url: ActorPath,
+    pub executor_cores: u32,
+}
+
+impl AllocatorConfig {
+    /// Spark's settings for the allocator of `attempt`.
+    pub fn from_conf(
+        conf: &SparkConf,
+        attempt: ApplicationAttemptId,
+        am_host: &str,
+        driver_url: ActorPath,
+    ) -> Self {
+        let mem = executor_memory(conf);
+        let cores = conf.get(&conf::EXECUTOR_CORES).unwrap_or(1);
+        let dynamic = conf.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
+        let settings = AllocatorSettings {
+            initial_target: crate::context::initial_target_executors(conf),
+            executor_resource: Resource::new(mem.total_mb(), cores),
+            executor_memory_mb: mem.memory_mb,
+            executor_memory_overhead_mb: mem.overhead_mb,
+            task_cpus: conf.get(&conf::CPUS_PER_TASK).unwrap_or(1),
+            executor_id_start: 0,
+            max_executor_failures: max_num_executor_failures(
+                conf.get(&conf::MAX_EXECUTOR_FAILURES).ok().flatten(),
+                dynamic,
+                conf.get(&conf::DYN_ALLOCATION_MAX_EXECUTORS)
+                    .unwrap_or(i32::MAX as u32),
+                conf.get(&conf::EXECUTOR_INSTANCES).ok().flatten(),
+            ),
+            failures_validity_interval: conf
+                .get(&conf::EXECUTOR_ATTEMPT_FAILURE_VALIDITY_INTERVAL_MS)
+                .ok()
+                .flatten(),
+            launch_exclusion_enabled: conf
+                .get(&conf::YARN_EXECUTOR_LAUNCH_EXCLUDE_ON_FAILURE_ENABLED)
+                .unwrap_or(false),
+            max_failed_executors_per_node: conf.get(&conf::MAX_FAILED_EXEC_PER_NODE).unwrap_or(2),
+            exclusion_timeout: conf
+                .get(&conf::EXCLUDE_ON_FAILURE_TIMEOUT_CONF)
+                .ok()
+                .flatten()
+                .unwrap_or(Duration::from_secs(3600)),
+            static_excluded_nodes: conf
+                .get(&conf::YARN_EXCLUDE_NODES)
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+        };
+        AllocatorConfig {
+            settings,
+            attempt,
+            am_host: am_host.to_string(),
+            driver_url,
+            executor_cores: cores,
+        }
+    }
+}
+
+/// What the reporter needs to decide its next step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllocatorStatus {
+    pub num_failed_executors: u32,
+    pub max_executor_failures: u32,
+    pub all_nodes_excluded: bool,
+    pub pending_allocate: usize,
+    pub pending_loss_reason_requests: usize,
+    pub target: u32,
+    pub running: usize,
+    pub starting: u32,
+}
+
+/// Why an allocation heartbeat failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllocateError {
+    /// The allocator is still initializing.
+    NotReady,
+    /// The RM no longer knows this attempt (fatal for the reporter: exit 12).
+    AttemptNotFound(String),
+    /// Anything else (counted by the reporter).
+    Other(String),
+}
+
+impl fmt::Display for AllocateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocateError::NotReady => f.write_str("the allocator is not initialized yet"),
+            AllocateError::AttemptNotFound(m) | AllocateError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for AllocateError {}
+
+/// One allocation heartbeat (from the AM and the reporter).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<AllocatorStatus, AllocateError>")]
+pub struct AllocateResources;
+
+/// The allocator's counters, without a heartbeat.
+#[derive(Debug, Message)]
+#[rtype(result = "Option<AllocatorStatus>")]
+pub struct GetAllocatorStatus;
+
+/// The driver's new desired totals (from AMEndpoint); answers whether the target changed.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct RequestTotalExecutors(pub RequestExecutors);
+
+/// The driver asked to kill an executor: release its container at the next heartbeat.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct KillExecutor {
+    pub executor_id: String,
+}
+
+/// A loss-reason question, answered on `reply` when known.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct EnqueueLossReason {
+    pub executor_id: String,
+    pub reply: LossReasonReply,
+}
+
+/// The launcher's answer for one container.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct LaunchResult {
+    pub container_id: ContainerId,
+    pub executor_id: String,
+    pub host: Option<String>,
+    pub result: Result<(), String>,
+}
+
+/// The YarnAllocator actor; see the module docs.
+pub struct YarnAllocator {
+    me: Me,
+    config: AllocatorConfig,
+    conf: Arc<SparkConf>,
+    rm: EndpointRef<ResourceManager>,
+    launcher: ActorPath,
+    driver: EndpointRef<YarnSchedulerEndpoint>,
+    state: Option<AllocatorState<LossReasonReply>>,
+    racks: BTreeMap<String, String>,
+    releases: Vec<ContainerId>,
+    response_id: u64,
+    in_flight: bool,
+    timeout: Duration,
+    /// Launched containers, by the path of their subtree (watched; see `Terminated`).
+    watched: BTreeMap<ActorPath, ContainerId>,
+}
+
+fn emit(lines: Vec<LogLine>) {
+    for line in lines {
+        match line.level {
+            LogLevel::Debug => tracing::debug!("{}", line.message),
+            LogLevel::Info => tracing::info!("{}", line.message),
+            LogLevel::Warn => tracing::warn!("{}", line.message),
+            LogLevel::Error => tracing::error!("{}", line.message),
+        }
+    }
+}
+
+impl YarnAllocator {
+    pub fn new(
+        me: Me,
+        config: AllocatorConfig,
+        rm: ActorPath,
+        launcher: ActorPath,
+        driver_yse: ActorPath,
+        conf: Arc<SparkConf>,
+    ) -> Self {
+        let timeout = conf
+            .get(&conf::RPC_ASK_TIMEOUT)
+            .unwrap_or(Duration::from_secs(120));
+        YarnAllocator {
+            rm: me.endpoint(&rm),
+            driver: me.endpoint(&driver_yse),
+            me,
+            config,
+            conf,
+            launcher,
+            state: None,
+            racks: BTreeMap::new(),
+            releases: Vec::new(),
+            response_id: 0,
+            in_flight: false,
+            timeout,
+            watched: BTreeMap::new(),
+        }
+    }
+
+    fn status(&self) -> Option<AllocatorStatus> {
+        let st = self.state.as_ref()?;
+        let now = self.me.clock().now();
+        Some(AllocatorStatus {
+            num_failed_executors: st.num_failed_executors(now),
+            max_executor_failures: st.max_executor_failures(),
+            all_nodes_excluded: st.is_all_node_excluded(),
+            pending_allocate: st.num_containers_pending_allocate(),
+            pending_loss_reason_requests: st.num_pending_loss_reason_requests(),
+            target: st.target(),
+            running: st.num_executors_running(),
+            starting: st.num_executors_starting(),
+        })
+    }
+
+    fn handle_response(&mut self, resp: crate::yarn::protocol::AllocateResponse) {
+        let now = self.me.clock().now();
+        let racks = self.racks.clone();
+        let rack_of = move |h: &str| racks.get(h).cloned();
+        let Some(st) = self.state.as_mut() else { return };
+        self.response_id = resp.response_id;
+        st.set_num_cluster_nodes(resp.num_cluster_nodes);
+        if !resp.allocated.is_empty() {
+            for c in &resp.allocated {
+                self.racks.insert(c.node.clone(), c.rack.clone());
+            }
+            let outcome = st.handle_allocated_containers(resp.allocated, &rack_of);
+            emit(outcome.log);
+            self.releases.extend(outcome.to_release);
+            let launcher: EndpointRef<ContainerLauncher> = self.me.endpoint(&self.launcher);
+            for launch in outcome.to_launch {
+                let runnable = ExecutorRunnable::from_conf(
+                    &self.conf,
+                    launch.container,
+                    self.config.driver_url.as_str(),
+                    &launch.executor_id,
+                    &self.config.attempt.app.to_string(),
+                    launch.executor_cores,
+                );
+                if let Err(e) = launcher.tell(LaunchExecutor {
+                    runnable,
+                    reply_to: self.me.path().clone(),
+                }) {
+                    tracing::error!("the container launcher is gone: {e}");
+                }
+            }
+        }
+        if !resp.completed.is_empty() {
+            let outcome = st.process_completed_containers(resp.completed, now);
+            emit(outcome.log.clone());
+            for (executor_id, reason) in outcome.remove_executor_messages() {
+                let _ = self.driver.tell(RemoveExecutor {
+                    executor_id: executor_id.to_string(),
+                    reason: reason.clone(),
+                });
+            }
+            for reply in outcome.replies {
+                let _ = reply.token.send(Ok(reply.reason));
+            }
+        }
+        emit(st.take_logs());
+    }
+}
+
+impl Actor for YarnAllocator {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (driver, rm, timeout) = (self.driver.clone(), self.rm.clone(), self.timeout);
+        // As Spark's constructor, nothing else is handled until the driver has answered.
+        ctx.wait(
+            async move {
+                let last = driver.ask(RetrieveLastAllocatedExecutorId, timeout).await;
+                let nodes = rm.ask(GetClusterNodes, timeout).await;
+                (last, nodes)
+            }
+            .into_actor(self)
+            .map(|(last, nodes), act, _| {
+                let last = last.unwrap_or_else(|e| {
+                    tracing::warn!("cannot ask the driver for the last executor id ({e}); starting from 0");
+                    0
+                });
+                if let Ok(nodes) = nodes {
+                    act.racks = nodes.into_iter().map(|n| (n.host, n.rack)).collect();
+                }
+                let mut settings = act.config.settings.clone();
+                settings.executor_id_start = u32::try_from(last).unwrap_or(u32::MAX);
+                let st = AllocatorState::new(settings);
+                tracing::info!(
+                    target_executors = st.target(),
+                    last_executor_id = last,
+                    "Allocator ready: {} executor(s) wanted, executor ids start after {last}",
+                    st.target()
+                );
+                act.state = Some(st);
+                if let Some(st) = act.state.as_mut() {
+                    emit(st.take_logs());
+                }
+            }),
+        );
+    }
+}
+
+impl Handler<AllocateResources> for YarnAllocator {
+    type Result = ResponseActFuture<Self, Result<AllocatorStatus, AllocateError>>;
+
+    fn handle(&mut self, _: AllocateResources, _: &mut Context<Self>) -> Self::Result {
+        let Some(st) = self.state.as_mut() else {
+            return Box::pin(actix::fut::ready(Err(AllocateError::NotReady)));
+        };
+        if self.in_flight {
+            let status = self.status().ok_or(AllocateError::NotReady);
+            return Box::pin(actix::fut::ready(status));
+        }
+        let racks = self.racks.clone();
+        let update = st.update_resource_requests(&move |h: &str| racks.get(h).cloned());
+        emit(update.log);
+        let now = self.me.clock().now();
+        let request = Allocate {
+            attempt_id: self.config.attempt,
+            response_id: self.response_id,
+            progress: 0.1,
+            asks: st.pending_requests().to_vec(),
+            releases: std::mem::take(&mut self.releases),
+            blacklist: st.excluded_nodes(now).into_iter().collect(),
+        };
+        self.in_flight = true;
+        let (rm, timeout) = (self.rm.clone(), self.timeout);
+        let releases = request.releases.clone();
+        Box::pin(
+            async move { rm.ask(request, timeout).await }
+                .into_actor(self)
+                .map(move |res, act, _| {
+                    act.in_flight = false;
+                    match res {
+                        Ok(Ok(resp)) => {
+                            act.handle_response(resp);
+                            act.status().ok_or(AllocateError::NotReady)
+                        }
+                        Ok(Err(YarnError::ApplicationAttemptNotFound(id))) => {
+                            Err(AllocateError::AttemptNotFound(
+                                YarnError::ApplicationAttemptNotFound(id).to_string(),
+                            ))
+                        }
+                        Ok(Err(e)) => {
+                            act.releases.extend(releases);
+                            Err(AllocateError::Other(e.to_string()))
+                        }
+                        Err(e) => {
+                            act.releases.extend(releases);
+                            Err(AllocateError::Other(e.to_string()))
+                        }
+                    }
+                }),
+        )
+    }
+}
+
+impl Handler<GetAllocatorStatus> for YarnAllocator {
+    type Result = MessageResult<GetAllocatorStatus>;
+
+    fn handle(&mut self, _: GetAllocatorStatus, _: &mut Context<Self>) -> MessageResult<GetAllocatorStatus> {
+        MessageResult(self.status())
+    }
+}
+
+impl Handler<RequestTotalExecutors> for YarnAllocator {
+    type Result = bool;
+
+    fn handle(&mut self, msg: RequestTotalExecutors, _: &mut Context<Self>) -> bool {
+        let now = self.me.clock().now();
+        let Some(st) = self.state.as_mut() else {
+            return false;
+        };
+        let req = msg.0;
+        let total = req.resource_profile_to_total_execs.get(&0).copied().unwrap_or(0);
+        let locality_tasks = req
+            .num_locality_aware_tasks_per_resource_profile_id
+            .get(&0)
+            .copied()
+            .unwrap_or(0);
+        let hosts = req.host_to_local_task_count.get(&0).cloned().unwrap_or_default();
+        let excluded: BTreeSet<String> = req.excluded_nodes;
+        let changed = st.request_total_executors(total, locality_tasks, hosts, excluded, now);
+        emit(st.take_logs());
+        changed
+    }
+}
+
+impl Handler<KillExecutor> for YarnAllocator {
+    type Result = ();
+
+    fn handle(&mut self, msg: KillExecutor, _: &mut Context<Self>) {
+        let Some(st) = self.state.as_mut() else { return };
+        if let Some(container) = st.kill_executor(&msg.executor_id) {
+            tracing::info!(executor_id = msg.executor_id.as_str(), container = %container, "releasing container {container} of executor {}", msg.executor_id);
+            self.releases.push(container);
+        }
+        emit(st.take_logs());
+    }
+}
+
+impl Handler<EnqueueLossReason> for YarnAllocator {
+    type Result = ();
+
+    fn handle(&mut self, msg: EnqueueLossReason, _: &mut Context<Self>) {
+        let Some(st) = self.state.as_mut() else {
+            let _ = msg.reply.send(Err("the allocator is not initialized yet".into()));
+            return;
+        };
+        match st.enqueue_get_loss_reason(&msg.executor_id, msg.reply) {
+            LossReasonAnswer::Reply { token, reason } => {
+                let _ = token.send(Ok(reason));
+            }
+            LossReasonAnswer::Failure { token, message } => {
+                let _ = token.send(Err(message));
+            }
+            LossReasonAnswer::Queued => {}
+        }
+        emit(st.take_logs());
+    }
+}
+
+impl Handler<LaunchResult> for YarnAllocator {
+    type Result = ();
+
+    fn handle(&mut self, msg: LaunchResult, ctx: &mut Context<Self>) {
+        let Some(st) = self.state.as_mut() else { return };
+        match msg.result {
+            Ok(()) => {
+                st.launch_succeeded(&msg.container_id);
+                if let Some(host) = msg.host.as_deref() {
+                    let path = container_path(host, &msg.container_id);
+                    self.watched.insert(path.clone(), msg.container_id);
+                    let me = self.me.clone();
+                    me.watch(ctx, &path);
+                }
+            }
+            Err(e) => {
+                tracing::error!(
+                    executor_id = msg.executor_id.as_str(),
+                    "Failed to launch executor {}: {e}",
+                    msg.executor_id
+                );
+                if let Some(c) = st.launch_failed(&msg.container_id, &e) {
+                    self.releases.push(c);
+                }
+            }
+        }
+        emit(st.take_logs());
+    }
+}
+
+impl Handler<Terminated> for YarnAllocator {
+    type Result = ();
+
+    /// A launched container ended: fetch its status (and ask for a replacement) now.
+    fn handle(&mut self, msg: Terminated, _: &mut Context<Self>) {
+        if let Some(container) = self.watched.remove(&msg.path) {
+            tracing::debug!(container = %container, "container {container} ended; waking the reporter");
+            if let Some(reporter) = self.me.path().parent().and_then(|p| p.child("reporter").ok()) {
+                let _ = self
+                    .me
+                    .endpoint::<Reporter>(&reporter)
+                    .tell(ResetAllocatorInterval);
+            }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! CoarseGrainedExecutorBackend (YarnCoarseGrainedExecutorBackend): the executor's endpoint,
+//! started by a NodeManager from the container's launch command (`sparkyard executor
+//! --driver-url ... --executor-id ...`), at `<container>/executor-<id>`.
+//!
+//! On start it fetches the application's configuration from the driver
+//! (RetrieveSparkAppConfig, up to 3 tries) and asks RegisterExecutor; on success it sends
+//! itself RegisteredExecutor, creates its executor and tells the driver LaunchedExecutor; on
+//! failure it exits with status 1 and Spark's "Cannot register with driver". It watches the
+//! driver: losing it ends the executor ("Driver ... disassociated! Shutting down.").
+//! StopExecutor from the driver ends it with status 0. Its exit status is its container's.
+//! Running tasks (LaunchTask, KillTask) comes with the driver-side milestone.
+
+use std::time::Duration;
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+
+use super::args::ExecutorArgs;
+use crate::rpc::{AskError, EndpointRef};
+use crate::runtime::{ActorPath, ExitReason, Me, Terminated};
+use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::loss_reason::ExecutorLossReason;
+use crate::scheduler::messages::*;
+
+/// How many times the executor tries to reach the driver for its configuration.
+const CONFIG_FETCH_TRIES: u32 = 3;
+
+/// The executor proper: what runs tasks (its task pool arrives with the driver side).
+#[derive(Debug)]
+pub struct Executor {
+    pub executor_id: String,
+    pub cores: u32,
+    pub spark_properties: Vec<(String, String)>,
+}
+
+/// The CoarseGrainedExecutorBackend actor; see the module docs.
+pub struct CoarseGrainedExecutorBackend {
+    me: Me,
+    args: ExecutorArgs,
+    driver_path: Option<ActorPath>,
+    ask_timeout: Duration,
+    spark_properties: Vec<(String, String)>,
+    executor: Option<Executor>,
+    stopping: bool,
+}
+
+impl CoarseGrainedExecutorBackend {
+    pub fn new(me: Me, args: ExecutorArgs, ask_timeout: Duration) -> Self {
+        let driver_path = ActorPath::parse(&args.driver_url).ok();
+        CoarseGrainedExecutorBackend {
+            me,
+            args,
+            driver_path,
+            ask_timeout,
+            spark_properties: Vec::new(),
+            executor: None,
+            stopping: false,
+        }
+    }
+
+    fn driver(&self) -> Option<EndpointRef<DriverEndpoint>> {
+        self.driver_path.as_ref().map(|p| self.me.endpoint(p))
+    }
+
+    /// Spark's exitExecutor: only the first call acts; optionally tells the driver first.
+    fn exit_executor(&mut self, ctx: &mut Context<Self>, code: i32, reason: &str, notify_driver: bool) {
+        if self.stopping {
+            tracing::info!("Skip exiting executor since it's been already asked to exit before.");
+            return;
+        }
+        self.stopping = true;
+        if code == 0 {
+            tracing::info!(exit_code = code, "Executor self-exiting: {reason}");
+        } else {
+            tracing::error!(exit_code = code, "Executor self-exiting due to : {reason}");
+        }
+        if notify_driver {
+            if let Some(driver) = self.driver() {
+                let _ = driver.tell(RemoveExecutor {
+                    executor_id: self.args.executor_id.clone(),
+                    reason: ExecutorLossReason::process_lost(reason),
+                });
+            }
+        }
+        let me = self.me.clone();
+        me.exit(
+            ctx,
+            ExitReason::Exit {
+                code,
+                message: reason.to_string(),
+            },
+        );
+    }
+}
+
+impl Actor for CoarseGrainedExecutorBackend {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let url = self.args.driver_url.clone();
+        tracing::info!(driver_url = url.as_str(), "Connecting to driver: {url}");
+        let Some(driver) = self.driver() else {
+            self.exit_executor(
+                ctx,
+                1,
+                &format!("Cannot register with driver: {url} (not an actor path)"),
+                false,
+            );
+            return;
+        };
+        if let Some(path) = &self.driver_path {
+            let me = self.me.clone();
+            me.watch(ctx, path);
+        }
+        let register = RegisterExecutor {
+            executor_id: self.args.executor_id.clone(),
+            executor_ref: self.me.path().clone(),
+            hostname: self.args.hostname.clone(),
+            cores: self.args.cores,
+            log_urls: Default::default(),
+            attributes: Default::default(),
+            resource_profile_id: self.args.resource_profile_id,
+        };
+        let timeout = self.ask_timeout;
+        let rp = self.args.resource_profile_id;
+        let fut = async move {
+            let mut last: Option<AskError> = None;
+            let mut config = None;
+            for _ in 0..CONFIG_FETCH_TRIES {
+                match driver
+                    .ask(
+                        RetrieveSparkAppConfig {
+                            resource_profile_id: rp,
+                        },
+                        timeout,
+                    )
+                    .await
+                {
+                    Ok(c) => {
+                        config = Some(c);
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            let Some(config) = config else {
+                return Err(last.map(|e| e.to_string()).unwrap_or_default());
+            };
+            match driver.ask(register, timeout).await {
+                Ok(Ok(true)) => Ok(config),
+                Ok(Ok(false)) => Err("the driver refused the registration".to_string()),
+                Ok(Err(e)) => Err(e),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
+            Ok(config) => {
+                tracing::info!("Successfully registered with driver");
+                act.spark_properties = config.spark_properties;
+                ctx.notify(RegisteredExecutor);
+            }
+            Err(e) => {
+                tracing::error!(
+                    driver_url = url.as_str(),
+                    "Cannot register with driver: {url}: {e}"
+                );
+                act.exit_executor(ctx, 1, &format!("Cannot register with driver: {url}"), false);
+            }
+        }));
+    }
+}
+
+impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, _: RegisteredExecutor, _: &mut Context<Self>) {
+        self.executor = Some(Executor {
+            executor_id: self.args.executor_id.clone(),
+            cores: self.args.cores,
+            spark_properties: std::mem::take(&mut self.spark_properties),
+        });
+        tracing::info!(
+            cores = self.args.cores,
+            "Starting executor ID {} on host {}",
+            self.args.executor_id,
+            self.args.hostname
+        );
+        if let Some(driver) = self.driver() {
+            let _ = driver.tell(LaunchedExecutor {
+                executor_id: self.args.executor_id.clone(),
+            });
+        }
+    }
+}
+
+impl Handler<StopExecutor> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, _: StopExecutor, ctx: &mut Context<Self>) {
+        tracing::info!("Driver commanded a shutdown");
+        ctx.notify(Shutdown { exit_code: 0 });
+    }
+}
+
+impl Handler<Shutdown> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
+        self.stopping = true;
+        self.executor = None;
+        let me = self.me.clone();
+        me.exit(
+            ctx,
+            ExitReason::Exit {
+                code: msg.exit_code,
+                message: "executor stopped".into(),
+            },
+        );
+    }
+}
+
+impl Handler<Terminated> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    /// The driver is gone (Spark's onDisconnected for the driver's address).
+    fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
+        if self.driver_path.as_ref() != Some(&msg.path) {
+            return;
+        }
+        if self.stopping {
+            tracing::info!("Driver from {} disconnected during shutdown", msg.path);
+            return;
+        }
+        let reason = format!("Driver {} disassociated! Shutting down.", msg.path);
+        self.exit_executor(ctx, 1, &reason, false);
+    }
+}

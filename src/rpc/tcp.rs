@@ -1,0 +1,1500 @@
+//! The TCP transport of YARN's ApplicationClientProtocol between `sparkyard submit` and a
+//! running `sparkyard node`.
+//!
+//! # Wire format
+//!
+//! A connection opens with a greeting from each side: the four bytes [`MAGIC`] followed by one
+//! byte of [`PROTOCOL_VERSION`]. Both sides send theirs at once and check the other's, so a
+//! client that reached something other than a sparkyard ResourceManager, or one of another
+//! version, says so instead of timing out.
+//!
+//! After the greeting every message is a frame: a `u32` big-endian length followed by that
+//! many bytes of rmp-serde body (compact form, as `rmp_serde::to_vec` writes it). The client
+//! sends [`RequestFrame`]s and the server answers with [`ResponseFrame`]s carrying the same
+//! id. A frame body is at most [`MAX_FRAME_BYTES`].
+//!
+//! # Server
+//!
+//! [`serve`] accepts connections until its stop signal flips. It runs on the current thread
+//! (inside the actix system: the handler forwards each request to the ResourceManager actor
+//! and is not `Send`). Per connection, a reader loop decodes requests and runs each through
+//! the handler as a local task, so a slow request (a long-polling application report) does
+//! not hold up the others; answers go through a bounded queue to a writer that owns the
+//! socket's write half. The reader stops reading while [`MAX_IN_FLIGHT`] requests are
+//! unanswered, and answers wait while the queue is full, so a client that stops reading
+//! its answers is eventually stopped from sending more by TCP itself.
+//!
+//! A bad greeting, an undecodable body, a stream that ends inside a frame or a length prefix
+//! above the limit closes that connection (a `connection_closed` warning with the peer and
+//! the reason); the server carries on. An end of stream between frames is a normal close:
+//! the requests still running are answered, then the connection closes.
+//!
+//! # Client
+//!
+//! [`ClientConnection`] makes one call at a time, each with its own time limit. Reading its
+//! answer is safe to abandon: a call that timed out leaves its answer to be skipped by the
+//! next call. A call abandoned while its request was still being written leaves half a frame
+//! on the wire, so the connection refuses further calls.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinError, JoinSet};
+use tokio::time::Instant;
+
+use crate::yarn::protocol::{ClientRequest, ClientResponse};
+
+/// The largest frame body either side sends or accepts.
+pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
+/// How many requests of one connection the server runs at once before it stops reading.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// How many encoded answers wait for a connection's writer before the answering tasks wait.
+pub const WRITE_QUEUE_FRAMES: usize = 64;
+
+/// How long the server waits for a new connection's greeting.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The first four bytes each side sends.
+pub const MAGIC: [u8; 4] = *b"SPKY";
+
+/// The version of this protocol, sent after [`MAGIC`]; both sides must send the same one.
+pub const PROTOCOL_VERSION: u8 = 1;
+
+/// [`MAGIC`] and [`PROTOCOL_VERSION`], as sent.
+pub const GREETING: [u8; 5] = [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], PROTOCOL_VERSION];
+
+/// How long the accept loop pauses after a failed accept (e.g. out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The initial buffer for a frame body; it grows as the body arrives, never ahead of it, so a
+/// large length prefix costs no memory until its bytes come.
+const INITIAL_BODY_CAPACITY: usize = 8 << 10;
+
+/// A request from the client, with the id its answer will carry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestFrame {
+    pub id: u64,
+    pub request: ClientRequest,
+}
+
+/// The server's answer to the request with the same id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFrame {
+    pub id: u64,
+    pub response: ClientResponse,
+}
+
+/// The answer the server's handler produces for one request.
+pub type ResponseFuture = Pin<Box<dyn Future<Output = ClientResponse>>>;
+
+/// What the server calls for each request (on the server's thread; it need not be `Send`).
+pub type RequestHandler = Rc<dyn Fn(ClientRequest) -> ResponseFuture>;
+
+/// Wraps an async closure as a [`RequestHandler`].
+pub fn handler_fn<F, Fut>(f: F) -> RequestHandler
+where
+    F: Fn(ClientRequest) -> Fut + 'static,
+    Fut: Future<Output = ClientResponse> + 'static,
+{
+    Rc::new(move |request| Box::pin(f(request)) as ResponseFuture)
+}
+
+// ------------------------------------------------------------------ errors
+
+/// Why a frame could not be read.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The read itself failed.
+    Io(io::Error),
+    /// The stream ended inside a frame: `received` of the `expected` bytes of its `part`
+    /// ("length prefix" or "body") arrived.
+    Truncated {
+        part: &'static str,
+        expected: usize,
+        received: usize,
+    },
+    /// The length prefix announces more than the limit.
+    TooLarge { len: usize, max: usize },
+    /// The body is not the rmp-serde encoding of the expected message.
+    Malformed(String),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "read failed: {}", io_text(e)),
+            FrameError::Truncated {
+                part,
+                expected,
+                received,
+            } => write!(
+                f,
+                "the stream ended in the middle of a frame ({received} of the {expected} bytes of its {part})"
+            ),
+            FrameError::TooLarge { len, max } => {
+                write!(f, "a frame of {len} bytes is over the limit of {max} bytes")
+            }
+            FrameError::Malformed(reason) => write!(f, "malformed frame body: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FrameError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a client connection or call failed. Each names the address it was given.
+#[derive(Debug)]
+pub enum TransportError {
+    /// The TCP connection could not be opened.
+    Connect { addr: String, source: io::Error },
+    /// The TCP connection did not open within the time limit.
+    ConnectTimeout { addr: String, after: Duration },
+    /// The peer is not a sparkyard ResourceManager, speaks another protocol version, or did not
+    /// greet in time.
+    Handshake { addr: String, reason: String },
+    /// No answer to a call within its time limit.
+    Timeout {
+        addr: String,
+        request: &'static str,
+        after: Duration,
+    },
+    /// The ResourceManager closed the connection.
+    Closed { addr: String },
+    /// Reading from or writing to the connection failed.
+    Io { addr: String, source: io::Error },
+    /// A frame from the ResourceManager could not be decoded or is over the limit.
+    Malformed { addr: String, reason: String },
+    /// An answer carried an id other than the pending request's (or an earlier one's).
+    UnexpectedResponse {
+        addr: String,
+        expected: u64,
+        received: u64,
+    },
+    /// An earlier failure (or a call abandoned while its request was being written) left the
+    /// connection unusable.
+    Unusable { addr: String, reason: String },
+    /// A value could not be encoded as a frame.
+    Encode(String),
+    /// An encoded frame would be over [`MAX_FRAME_BYTES`].
+    TooLarge { len: usize, max: usize },
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Connect { addr, source } => write!(
+                f,
+                "cannot connect to the ResourceManager at {addr}: {} (is 'sparkyard node' running?)",
+                io_text(source)
+            ),
+            TransportError::ConnectTimeout { addr, after } => write!(
+                f,
+                "cannot connect to the ResourceManager at {addr} within {after:?} (is 'sparkyard node' running?)"
+            ),
+            TransportError::Handshake { addr, reason } => {
+                write!(f, "cannot talk to the ResourceManager at {addr}: {reason}")
+            }
+            TransportError::Timeout { addr, request, after } => {
+                write!(f, "no answer from the ResourceManager at {addr} to {request} within {after:?}")
+            }
+            TransportError::Closed { addr } => write!(f, "the ResourceManager at {addr} closed the connection"),
+            TransportError::Io { addr, source } => {
+                write!(f, "lost the connection to the ResourceManager at {addr}: {}", io_text(source))
+            }
+            TransportError::Malformed { addr, reason } => write!(f, "malformed frame from {addr}: {reason}"),
+            TransportError::UnexpectedResponse {
+                addr,
+                expected,
+                received,
+            } => write!(
+                f,
+                "the ResourceManager at {addr} answered request {received} while request {expected} was pending"
+            ),
+            TransportError::Unusable { addr, reason } => write!(
+                f,
+                "the connection to the ResourceManager at {addr} cannot be used any more: {reason}"
+            ),
+            TransportError::Encode(reason) => write!(f, "cannot encode a frame: {reason}"),
+            TransportError::TooLarge { len, max } => {
+                write!(f, "a frame of {len} bytes is over the limit of {max} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TransportError::Connect { source, .. } | TransportError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// An I/O error's text without the " (os error N)" that std appends to OS errors.
+fn io_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if e.raw_os_error().is_some() && text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+// ------------------------------------------------------------------ frames
+
+/// Encodes `value` as one frame: the length prefix and the rmp-serde body.
+pub fn encode_frame<T: Serialize>(value: &T) -> Result<Vec<u8>, TransportError> {
+    encode_frame_within(value, MAX_FRAME_BYTES)
+}
+
+fn encode_frame_within<T: Serialize>(value: &T, max: usize) -> Result<Vec<u8>, TransportError> {
+    let mut frame = vec![0u8; 4];
+    rmp_serde::encode::write(&mut frame, value).map_err(|e| TransportError::Encode(e.to_string()))?;
+    let len = frame.len() - 4;
+    let prefix = match u32::try_from(len) {
+        Ok(prefix) if len <= max => prefix,
+        _ => return Err(TransportError::TooLarge { len, max }),
+    };
+    frame[..4].copy_from_slice(&prefix.to_be_bytes());
+    Ok(frame)
+}
+
+/// Reads one frame of at most `max` body bytes and decodes its body. `None` when the stream
+/// ends cleanly before a frame. Not safe to abandon halfway: a dropped read loses its bytes.
+pub async fn read_frame<R, T>(r: &mut R, max: usize) -> Result<Option<T>, FrameError>
+where
+    R: AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
+    let mut prefix = [0u8; 4];
+    match read_full(r, &mut prefix).await.map_err(FrameError::Io)? {
+        0 => return Ok(None),
+        4 => {}
+        received => {
+            return Err(FrameError::Truncated {
+                part: "length prefix",
+                expected: 4,
+                received,
+            })
+        }
+    }
+    let len = body_len(prefix, max)?;
+    let mut body = Vec::with_capacity(len.min(INITIAL_BODY_CAPACITY));
+    let received = (&mut *r)
+        .take(len as u64)
+        .read_to_end(&mut body)
+        .await
+        .map_err(FrameError::Io)?;
+    if received < len {
+        return Err(FrameError::Truncated {
+            part: "body",
+            expected: len,
+            received,
+        });
+    }
+    decode_body(&body).map(Some)
+}
+
+/// The body length a prefix announces, if within `max`.
+fn body_len(prefix: [u8; 4], max: usize) -> Result<usize, FrameError> {
+    let announced = u32::from_be_bytes(prefix);
+    match usize::try_from(announced) {
+        Ok(len) if len <= max => Ok(len),
+        _ => Err(FrameError::TooLarge {
+            len: announced as usize,
+            max,
+        }),
+    }
+}
+
+/// Decodes a whole frame body; bytes left over after the value make it malformed.
+fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
+    let mut de = rmp_serde::Deserializer::new(io::Cursor::new(body));
+    let value = T::deserialize(&mut de).map_err(|e| FrameError::Malformed(e.to_string()))?;
+    let used = de.position();
+    if used != body.len() as u64 {
+        return Err(FrameError::Malformed(format!(
+            "{} bytes left over after the message",
+            body.len() as u64 - used
+        )));
+    }
+    Ok(value)
+}
+
+/// Reads until `buf` is full or the stream ends; returns how many bytes arrived.
+async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..]).await? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+/// Checks the peer's greeting; the error says what the peer is instead.
+fn check_greeting(received: &[u8; 5], what: &str) -> Result<(), String> {
+    if received[..4] != MAGIC {
+        return Err(format!(
+            "it is not a sparkyard {what} (it sent \"{}\")",
+            received.escape_ascii()
+        ));
+    }
+    if received[4] != PROTOCOL_VERSION {
+        return Err(format!(
+            "it speaks protocol version {} and this side speaks version {PROTOCOL_VERSION}",
+            received[4]
+        ));
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ server
+
+/// The server's per-connection bounds (tests shrink them).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    max_frame: usize,
+    max_in_flight: usize,
+    write_queue: usize,
+    handshake: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_frame: MAX_FRAME_BYTES,
+            max_in_flight: MAX_IN_FLIGHT,
+            write_queue: WRITE_QUEUE_FRAMES,
+            handshake: HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+/// Serves the client protocol on `listener` until `stop` turns true (or its sender is
+/// dropped), then closes the listener and every open connection. Each request goes through
+/// `handler`; its answer goes back with the request's id.
+///
+/// Runs on the current thread: call it inside the actix system (or another `LocalSet`).
+pub async fn serve(listener: TcpListener, handler: RequestHandler, stop: watch::Receiver<bool>) {
+    serve_with(listener, handler, stop, Limits::default()).await
+}
+
+async fn serve_with(
+    listener: TcpListener,
+    handler: RequestHandler,
+    mut stop: watch::Receiver<bool>,
+    limits: Limits,
+) {
+    let local = listener.local_addr().ok();
+    tracing::debug!(event = "serving", addr = ?local, "serving the client protocol");
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|stopped| *stopped) => break,
+            Some(done) = connections.join_next(), if !connections.is_empty() => note_task_end(done, "connection"),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    tracing::debug!(event = "connection_accepted", %peer, "accepted a client connection");
+                    connections.spawn_local(serve_connection(stream, peer, handler.clone(), limits));
+                }
+                Err(e) => {
+                    tracing::warn!(event = "accept_failed", error = %e, "cannot accept a connection");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    tracing::debug!(
+        event = "stopped",
+        addr = ?local,
+        open_connections = connections.len(),
+        "stopped serving the client protocol"
+    );
+    connections.shutdown().await;
+}
+
+/// Logs a task that panicked (a cancelled one ended on purpose).
+fn note_task_end(done: Result<(), JoinError>, what: &str) {
+    if let Err(e) = done {
+        if e.is_panic() {
+            tracing::warn!(event = "task_panicked", task = what, "a {what} task panicked");
+        }
+    }
+}
+
+/// How a connection's reading ended.
+enum End {
+    /// The stream ended between frames; the requests read were answered.
+    PeerClosed,
+    /// A protocol or I/O failure, with its reason.
+    Failed(String),
+}
+
+async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, handler: RequestHandler, limits: Limits) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+    }
+    let (read_half, write_half) = stream.split();
+    let mut reader = BufReader::new(read_half);
+    let (queue, queued) = mpsc::channel(limits.write_queue);
+    let writer = write_frames(write_half, queued);
+    tokio::pin!(writer);
+    let end = tokio::select! {
+        end = read_requests(&mut reader, peer, &handler, queue, limits) => end,
+        written = &mut writer => End::Failed(match written {
+            Ok(()) => "the answer queue closed".to_string(),
+            Err(e) => format!("cannot write to the client: {}", io_text(&e)),
+        }),
+    };
+    match end {
+        End::PeerClosed => {
+            // Every sender is gone now: the writer sends what is queued and shuts down.
+            if let Err(e) = writer.await {
+                tracing::debug!(%peer, error = %e, "could not send the last answers");
+            }
+            tracing::debug!(event = "connection_closed", %peer, reason = "closed by the client", "client connection closed");
+        }
+        End::Failed(reason) => {
+            tracing::warn!(event = "connection_closed", %peer, %reason, "closing a client connection");
+        }
+    }
+}
+
+/// Greets, then reads requests and answers each in its own local task until the stream ends
+/// or fails. Returning drops the unfinished tasks, which cancels them.
+async fn read_requests<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    peer: SocketAddr,
+    handler: &RequestHandler,
+    queue: mpsc::Sender<Vec<u8>>,
+    limits: Limits,
+) -> End {
+    if queue.send(GREETING.to_vec()).await.is_err() {
+        return End::Failed("the answer queue closed".to_string());
+    }
+    let mut greeting = [0u8; 5];
+    match tokio::time::timeout(limits.handshake, read_full(reader, &mut greeting)).await {
+        Err(_) => return End::Failed(format!("no greeting within {:?}", limits.handshake)),
+        Ok(Err(e)) => return End::Failed(format!("read failed: {}", io_text(&e))),
+        Ok(Ok(0)) => return End::PeerClosed,
+        Ok(Ok(5)) => {
+            if let Err(reason) = check_greeting(&greeting, "client") {
+                return End::Failed(reason);
+            }
+        }
+        Ok(Ok(n)) => return End::Failed(format!("the stream ended after {n} bytes of the greeting")),
+    }
+
+    let mut in_flight = JoinSet::new();
+    loop {
+        while let Some(done) = in_flight.try_join_next() {
+            note_task_end(done, "request");
+        }
+        if in_flight.len() >= limits.max_in_flight {
+            // Back-pressure: read nothing more until a request is answered.
+            if let Some(done) = in_flight.join_next().await {
+                note_task_end(done, "request");
+            }
+            continue;
+        }
+        match read_frame::<_, RequestFrame>(reader, limits.max_frame).await {
+            Ok(Some(frame)) => {
+                in_flight.spawn_local(answer(
+                    frame,
+                    handler.clone(),
+                    queue.clone(),
+                    peer,
+                    limits.max_frame,
+                ));
+            }
+            Ok(None) => break,
+            Err(e) => return End::Failed(e.to_string()),
+        }
+    }
+    while let Some(done) = in_flight.join_next().await {
+        note_task_end(done, "request");
+    }
+    End::PeerClosed
+}
+
+/// Runs one request through the handler and queues its answer.
+async fn answer(
+    frame: RequestFrame,
+    handler: RequestHandler,
+    queue: mpsc::Sender<Vec<u8>>,
+    peer: SocketAddr,
+    max_frame: usize,
+) {
+    let RequestFrame { id, request } = frame;
+    let name = request.name();
+    let response = handler(request).await;
+    let encoded = match encode_frame_within(&ResponseFrame { id, response }, max_frame) {
+        Ok(encoded) => encoded,
+        Err(e) => {
+            tracing::warn!(event = "answer_not_sent", %peer, request = name, id, error = %e, "cannot send an answer");
+            let failed = ClientResponse::Failed(format!("the answer to {name} cannot be sent: {e}"));
+            match encode_frame_within(&ResponseFrame { id, response: failed }, max_frame) {
+                Ok(encoded) => encoded,
+                Err(_) => return,
+            }
+        }
+    };
+    // Fails only when the connection is closing, and then nobody waits for the answer.
+    let _ = queue.send(encoded).await;
+}
+
+/// Writes queued frames to the socket, flushing when the queue runs dry, until every sender
+/// is gone; then shuts the write side down.
+async fn write_frames<W: AsyncWrite + Unpin>(w: W, mut queued: mpsc::Receiver<Vec<u8>>) -> io::Result<()> {
+    let mut w = BufWriter::new(w);
+    while let Some(frame) = queued.recv().await {
+        w.write_all(&frame).await?;
+        while let Ok(frame) = queued.try_recv() {
+            w.write_all(&frame).await?;
+        }
+        w.flush().await?;
+    }
+    w.shutdown().await
+}
+
+// ------------------------------------------------------------------ client
+
+/// A client's connection to a ResourceManager: one call at a time.
+pub struct ClientConnection {
+    addr: String,
+    stream: TcpStream,
+    next_id: u64,
+    /// Bytes read but not yet taken as frames (kept across calls, so reading is safe to
+    /// abandon).
+    received: Vec<u8>,
+    /// Why the connection cannot be used any more. Set while a request is being written, so a
+    /// call abandoned mid-write leaves it set.
+    broken: Option<String>,
+}
+
+impl fmt::Debug for ClientConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientConnection")
+            .field("addr", &self.addr)
+            .field("next_id", &self.next_id)
+            .field("broken", &self.broken)
+            .finish_non_exhaustive()
+    }
+}
+
+const INTERRUPTED_WRITE: &str = "an earlier call was abandoned while its request was being sent";
+
+impl ClientConnection {
+    /// Connects to the ResourceManager at `addr` (`host:port`) and exchanges greetings, all
+    /// within `timeout`.
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<ClientConnection, TransportError> {
+        let deadline = Instant::now() + timeout;
+        let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
+            Err(_) => {
+                return Err(TransportError::ConnectTimeout {
+                    addr: addr.to_string(),
+                    after: timeout,
+                })
+            }
+            Ok(Err(source)) => {
+                return Err(TransportError::Connect {
+                    addr: addr.to_string(),
+                    source,
+                })
+            }
+            Ok(Ok(stream)) => stream,
+        };
+        stream.set_nodelay(true).map_err(|source| TransportError::Io {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let mut connection = ClientConnection {
+            addr: addr.to_string(),
+            stream,
+            next_id: 1,
+            received: Vec::new(),
+            broken: None,
+        };
+        match tokio::time::timeout_at(deadline, connection.greet()).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(TransportError::Handshake {
+                    addr: connection.addr,
+                    reason: format!("no greeting within {timeout:?}"),
+                })
+            }
+        }
+        Ok(connection)
+    }
+
+    /// The address this connection was opened with.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    async fn greet(&mut self) -> Result<(), TransportError> {
+        self.stream
+            .write_all(&GREETING)
+            .await
+            .map_err(|e| self.io_error(e))?;
+        let mut greeting = [0u8; 5];
+        let received = read_full(&mut self.stream, &mut greeting)
+            .await
+            .map_err(|e| self.io_error(e))?;
+        let checked = if received < greeting.len() {
+            Err("it closed the connection before greeting".to_string())
+        } else {
+            check_greeting(&greeting, "ResourceManager")
+        };
+        checked.map_err(|reason| TransportError::Handshake {
+            addr: self.addr.clone(),
+            reason,
+        })
+    }
+
+    /// Sends `request` and waits up to `timeout` for its answer. After a failure other than a
+    /// time-out (or an encoding error) the connection refuses further calls.
+    pub async fn call(
+        &mut self,
+        request: ClientRequest,
+        timeout: Duration,
+    ) -> Result<ClientResponse, TransportError> {
+        if let Some(reason) = &self.broken {
+            return Err(TransportError::Unusable {
+                addr: self.addr.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let name = request.name();
+        let frame = encode_frame(&RequestFrame { id, request })?;
+        match tokio::time::timeout(timeout, self.exchange(id, &frame)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(e)) => {
+                self.broken = Some(e.to_string());
+                Err(e)
+            }
+            Err(_) => Err(TransportError::Timeout {
+                addr: self.addr.clone(),
+                request: name,
+                after: timeout,
+            }),
+        }
+    }
+
+    async fn exchange(&mut self, id: u64, frame: &[u8]) -> Result<ClientResponse, TransportError> {
+        self.broken = Some(INTERRUPTED_WRITE.to_string());
+        self.stream.write_all(frame).await.map_err(|e| self.io_error(e))?;
+        self.broken = None;
+        loop {
+            let answer: ResponseFrame = self.next_frame().await?;
+            if answer.id == id {
+                return Ok(answer.response);
+            }
+            if answer.id < id {
+                tracing::debug!(addr = %self.addr, id = answer.id, "skipped the late answer to an abandoned call");
+                continue;
+            }
+            return Err(TransportError::UnexpectedResponse {
+                addr: self.addr.clone(),
+                expected: id,
+                received: answer.id,
+            });
+        }
+    }
+
+    /// The next frame from the server. Safe to abandon: bytes read stay in `received`.
+    async fn next_frame<T: DeserializeOwned>(&mut self) -> Result<T, TransportError> {
+        loop {
+            let missing = match self.take_frame() {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) => self.missing_bytes(),
+                Err(e) => {
+                    return Err(TransportError::Malformed {
+                        addr: self.addr.clone(),
+                        reason: e.to_string(),
+                    })
+                }
+            };
+            self.received
+                .reserve(missing.clamp(INITIAL_BODY_CAPACITY, 1 << 20));
+            match self.stream.read_buf(&mut self.received).await {
+                Ok(0) => {
+                    return Err(TransportError::Closed {
+                        addr: self.addr.clone(),
+                    })
+                }
+                Ok(_) => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+    }
+
+    /// Takes a whole frame off the front of `received`, if there is one.
+    fn take_frame<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
+        let Some(prefix) = self.received.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = body_len(*prefix, MAX_FRAME_BYTES)?;
+        let Some(body) = self.received.get(4..4 + len) else {
+            return Ok(None);
+        };
+        let value = decode_body(body)?;
+        self.received.drain(..4 + len);
+        Ok(Some(value))
+    }
+
+    /// How many more bytes the frame at the front of `received` needs (at least one).
+    fn missing_bytes(&self) -> usize {
+        let total = match self.received.first_chunk::<4>() {
+            Some(prefix) => (u32::from_be_bytes(*prefix) as usize).saturating_add(4),
+            None => 4,
+        };
+        total.saturating_sub(self.received.len()).max(1)
+    }
+
+    fn io_error(&self, source: io::Error) -> TransportError {
+        TransportError::Io {
+            addr: self.addr.clone(),
+            source,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ tests
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use tokio::sync::oneshot;
+    use tracing::field::{Field, Visit};
+    use tracing::span;
+    use tracing::subscriber::Interest;
+    use tracing::{Event, Level, Metadata};
+
+    use super::*;
+    use crate::yarn::protocol::{
+        GetApplicationReport, GetClusterNodes, GetContainerOutput, GetNewApplication, NewApplication,
+        YarnError,
+    };
+    use crate::yarn::records::{ApplicationAttemptId, ApplicationId, ContainerId, NodeReport, Resource};
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    async fn within<F: Future>(what: &str, f: F) -> F::Output {
+        match tokio::time::timeout(WAIT, f).await {
+            Ok(out) => out,
+            Err(_) => panic!("timed out: {what}"),
+        }
+    }
+
+    // ---- log capture: a minimal subscriber that keeps every event's level and fields.
+
+    type Records = Arc<Mutex<Vec<(Level, BTreeMap<String, String>)>>>;
+
+    #[derive(Clone, Default)]
+    struct Capture(Records);
+
+    struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+    impl Visit for Fields<'_> {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name().to_string(), value.to_string());
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.insert(field.name().to_string(), format!("{value:?}"));
+        }
+    }
+
+    impl tracing::Subscriber for Capture {
+        fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+            Interest::sometimes()
+        }
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut fields = BTreeMap::new();
+            event.record(&mut Fields(&mut fields));
+            self.0.lock().unwrap().push((*event.metadata().level(), fields));
+        }
+        fn enter(&self, _: &span::Id) {}
+        fn exit(&self, _: &span::Id) {}
+    }
+
+    impl Capture {
+        /// Waits for a `connection_closed` warning whose reason contains `text`.
+        async fn closed_warning(&self, text: &str) -> BTreeMap<String, String> {
+            within(&format!("a connection_closed warning about '{text}'"), async {
+                loop {
+                    let found = self.0.lock().unwrap().iter().find_map(|(level, fields)| {
+                        let wanted = *level == Level::WARN
+                            && fields.get("event").map(String::as_str) == Some("connection_closed")
+                            && fields.get("reason").is_some_and(|r| r.contains(text));
+                        wanted.then(|| fields.clone())
+                    });
+                    if let Some(fields) = found {
+                        return fields;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+        }
+    }
+
+    // ---- fixtures
+
+    fn node(host: &str) -> NodeReport {
+        NodeReport {
+            host: host.to_string(),
+            rack: "/default-rack".to_string(),
+            capability: Resource::new(8192, 8),
+            used: Resource::new(1024, 1),
+            num_containers: 1,
+        }
+    }
+
+    fn app(id: u32) -> ApplicationId {
+        ApplicationId {
+            cluster_timestamp: 1_700_000_000_000,
+            id,
+        }
+    }
+
+    fn container(id: u64) -> ContainerId {
+        ContainerId {
+            attempt: ApplicationAttemptId {
+                app: app(1),
+                attempt: 1,
+            },
+            id,
+        }
+    }
+
+    fn output_request(id: u64) -> ClientRequest {
+        ClientRequest::GetContainerOutput(GetContainerOutput {
+            container_id: container(id),
+        })
+    }
+
+    /// Answers cluster nodes and "application not found"; anything else fails.
+    fn fixed_handler() -> RequestHandler {
+        handler_fn(|request| async move {
+            match request {
+                ClientRequest::GetClusterNodes(_) => {
+                    ClientResponse::ClusterNodes(vec![node("n1"), node("n2")])
+                }
+                ClientRequest::GetApplicationReport(r) => {
+                    ClientResponse::ApplicationReport(Err(YarnError::ApplicationNotFound(r.app_id)))
+                }
+                other => ClientResponse::Failed(format!("unexpected {}", other.name())),
+            }
+        })
+    }
+
+    type Arrival = (ClientRequest, oneshot::Sender<ClientResponse>);
+
+    /// A handler that hands every request to the test, which answers it when it likes.
+    fn controlled_handler() -> (RequestHandler, mpsc::UnboundedReceiver<Arrival>) {
+        let (arrived, arrivals) = mpsc::unbounded_channel();
+        let handler = handler_fn(move |request| {
+            let arrived = arrived.clone();
+            async move {
+                let (answer, answered) = oneshot::channel();
+                let _ = arrived.send((request, answer));
+                answered
+                    .await
+                    .unwrap_or_else(|_| ClientResponse::Failed("dropped by the test".to_string()))
+            }
+        });
+        (handler, arrivals)
+    }
+
+    struct Server {
+        addr: SocketAddr,
+        stop: watch::Sender<bool>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    async fn start(handler: RequestHandler, limits: Limits) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let task = actix_rt::spawn(serve_with(listener, handler, stopped, limits));
+        Server { addr, stop, task }
+    }
+
+    /// A raw connection that has exchanged greetings.
+    async fn raw_connect(addr: SocketAddr) -> TcpStream {
+        let mut stream = within("raw connect", TcpStream::connect(addr)).await.unwrap();
+        stream.write_all(&GREETING).await.unwrap();
+        let mut greeting = [0u8; 5];
+        within("server greeting", stream.read_exact(&mut greeting))
+            .await
+            .unwrap();
+        assert_eq!(greeting, GREETING);
+        stream
+    }
+
+    async fn send_request(stream: &mut TcpStream, id: u64, request: ClientRequest) {
+        stream
+            .write_all(&encode_frame(&RequestFrame { id, request }).unwrap())
+            .await
+            .unwrap();
+    }
+
+    async fn read_response(stream: &mut TcpStream) -> ResponseFrame {
+        within("a response frame", read_frame(stream, MAX_FRAME_BYTES))
+            .await
+            .unwrap()
+            .expect("a frame, not the end of the stream")
+    }
+
+    /// Waits until the server closes `stream` (end of stream or a reset), reading what comes.
+    async fn expect_closed(stream: &mut TcpStream) {
+        within("the server to close the connection", async {
+            let mut sink = [0u8; 256];
+            loop {
+                match stream.read(&mut sink).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await
+    }
+
+    /// A fresh client still gets answers.
+    async fn assert_serving(addr: SocketAddr) {
+        let mut client = ClientConnection::connect(&addr.to_string(), WAIT).await.unwrap();
+        let response = client
+            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .await
+            .unwrap();
+        assert_eq!(
+            response,
+            ClientResponse::ClusterNodes(vec![node("n1"), node("n2")])
+        );
+    }
+
+    // ---- frames
+
+    #[actix_rt::test]
+    async fn frames_round_trip_and_report_each_fault() {
+        let frame = RequestFrame {
+            id: 42,
+            request: output_request(7),
+        };
+        let encoded = encode_frame(&frame).unwrap();
+        assert_eq!(encoded[..4], ((encoded.len() - 4) as u32).to_be_bytes());
+        assert_eq!(encoded[4..], rmp_serde::to_vec(&frame).unwrap()[..]);
+
+        let mut two = encoded.clone();
+        two.extend_from_slice(&encoded);
+        let mut input = &two[..];
+        for _ in 0..2 {
+            let read: Option<RequestFrame> = read_frame(&mut input, MAX_FRAME_BYTES).await.unwrap();
+            assert_eq!(read, Some(frame.clone()));
+        }
+        let end: Option<RequestFrame> = read_frame(&mut input, MAX_FRAME_BYTES).await.unwrap();
+        assert_eq!(end, None);
+
+        async fn fault(bytes: &[u8], max: usize) -> String {
+            let mut input = bytes;
+            match read_frame::<_, RequestFrame>(&mut input, max).await {
+                Err(e) => e.to_string(),
+                Ok(frame) => panic!("expected an error, read {frame:?}"),
+            }
+        }
+        assert_eq!(
+            fault(&[0, 0], MAX_FRAME_BYTES).await,
+            "the stream ended in the middle of a frame (2 of the 4 bytes of its length prefix)"
+        );
+        assert_eq!(
+            fault(&[0, 0, 0, 10, 1, 2, 3], MAX_FRAME_BYTES).await,
+            "the stream ended in the middle of a frame (3 of the 10 bytes of its body)"
+        );
+        assert_eq!(
+            fault(&[0xff; 4], MAX_FRAME_BYTES).await,
+            format!("a frame of 4294967295 bytes is over the limit of {MAX_FRAME_BYTES} bytes")
+        );
+        assert_eq!(
+            fault(&encoded, encoded.len() - 5).await,
+            format!(
+                "a frame of {} bytes is over the limit of {} bytes",
+                encoded.len() - 4,
+                encoded.len() - 5
+            )
+        );
+        assert!(fault(&[0, 0, 0, 1, 0xc1], MAX_FRAME_BYTES)
+            .await
+            .starts_with("malformed frame body: "));
+        assert!(fault(&[0, 0, 0, 0], MAX_FRAME_BYTES)
+            .await
+            .starts_with("malformed frame body: "));
+        let mut trailing = encoded.clone();
+        trailing.push(0);
+        trailing[..4].copy_from_slice(&((encoded.len() - 3) as u32).to_be_bytes());
+        assert_eq!(
+            fault(&trailing, MAX_FRAME_BYTES).await,
+            "malformed frame body: 1 bytes left over after the message"
+        );
+
+        match encode_frame_within(&frame, 8) {
+            Err(TransportError::TooLarge { len, max: 8 }) => assert_eq!(len, encoded.len() - 4),
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+    }
+
+    // ---- server and client together
+
+    #[actix_rt::test]
+    async fn round_trip_through_serve_and_client() {
+        let server = start(fixed_handler(), Limits::default()).await;
+        let addr = server.addr.to_string();
+        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
+        assert_eq!(client.addr(), addr);
+
+        let nodes = client
+            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .await
+            .unwrap();
+        assert_eq!(nodes, ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]));
+
+        let report = client
+            .call(
+                ClientRequest::GetApplicationReport(GetApplicationReport {
+                    app_id: app(9),
+                    wait: None,
+                }),
+                WAIT,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            report,
+            ClientResponse::ApplicationReport(Err(YarnError::ApplicationNotFound(app(9))))
+        );
+        assert_eq!(client.next_id, 3);
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn concurrent_requests_on_one_connection_are_answered_by_id() {
+        let (handler, mut arrivals) = controlled_handler();
+        let server = start(handler, Limits::default()).await;
+        let mut stream = raw_connect(server.addr).await;
+        for (id, c) in [(10, 1), (11, 2), (12, 3)] {
+            send_request(&mut stream, id, output_request(c)).await;
+        }
+        // All three reach the handler before any is answered: they run concurrently.
+        let mut pending = BTreeMap::new();
+        for _ in 0..3 {
+            let (request, answer) = within("a request", arrivals.recv()).await.unwrap();
+            let ClientRequest::GetContainerOutput(r) = request else {
+                panic!("unexpected {request:?}")
+            };
+            pending.insert(r.container_id.id, answer);
+        }
+        // Answered out of order, each answer carries its own request's id.
+        for (c, id) in [(3, 12), (1, 10), (2, 11)] {
+            let text = format!("stdout of {c}");
+            pending
+                .remove(&c)
+                .unwrap()
+                .send(ClientResponse::ContainerOutput(Ok(text.clone())))
+                .unwrap();
+            let frame = read_response(&mut stream).await;
+            assert_eq!(frame.id, id);
+            assert_eq!(frame.response, ClientResponse::ContainerOutput(Ok(text)));
+        }
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn the_reader_waits_while_max_in_flight_requests_are_unanswered() {
+        let (handler, mut arrivals) = controlled_handler();
+        let limits = Limits {
+            max_in_flight: 4,
+            ..Limits::default()
+        };
+        let server = start(handler, limits).await;
+        let mut stream = raw_connect(server.addr).await;
+        for id in 1..=6 {
+            send_request(&mut stream, id, output_request(id)).await;
+        }
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(within("a request", arrivals.recv()).await.unwrap());
+        }
+        // The fifth stays unread while four are in flight.
+        let fifth = tokio::time::timeout(Duration::from_millis(300), arrivals.recv()).await;
+        assert!(
+            fifth.is_err(),
+            "a fifth request was read while four were unanswered"
+        );
+
+        let (_, answer) = held.remove(0);
+        answer
+            .send(ClientResponse::ContainerOutput(Ok("one".into())))
+            .unwrap();
+        assert_eq!(read_response(&mut stream).await.id, 1);
+        let (request, _answer) = within("the fifth request", arrivals.recv()).await.unwrap();
+        assert_eq!(request, output_request(5));
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn a_malformed_body_closes_only_that_connection() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(fixed_handler(), Limits::default()).await;
+        let mut good = ClientConnection::connect(&server.addr.to_string(), WAIT)
+            .await
+            .unwrap();
+
+        let mut bad = raw_connect(server.addr).await;
+        bad.write_all(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]).await.unwrap();
+        expect_closed(&mut bad).await;
+        let fields = capture.closed_warning("malformed frame body").await;
+        assert_eq!(fields.get("peer"), Some(&bad.local_addr().unwrap().to_string()));
+
+        let nodes = good
+            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .await
+            .unwrap();
+        assert_eq!(nodes, ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]));
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn a_truncated_frame_closes_the_connection_with_its_reason() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(fixed_handler(), Limits::default()).await;
+
+        let mut body_cut = raw_connect(server.addr).await;
+        body_cut
+            .write_all(&[0, 0, 0, 100, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+            .await
+            .unwrap();
+        body_cut.shutdown().await.unwrap();
+        expect_closed(&mut body_cut).await;
+        capture.closed_warning("(10 of the 100 bytes of its body)").await;
+
+        let mut prefix_cut = raw_connect(server.addr).await;
+        prefix_cut.write_all(&[0, 0]).await.unwrap();
+        prefix_cut.shutdown().await.unwrap();
+        expect_closed(&mut prefix_cut).await;
+        capture
+            .closed_warning("(2 of the 4 bytes of its length prefix)")
+            .await;
+
+        assert_serving(server.addr).await;
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn an_oversized_length_prefix_closes_the_connection_with_its_reason() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(fixed_handler(), Limits::default()).await;
+
+        let mut stream = raw_connect(server.addr).await;
+        stream
+            .write_all(&(MAX_FRAME_BYTES as u32 + 1).to_be_bytes())
+            .await
+            .unwrap();
+        expect_closed(&mut stream).await;
+        capture
+            .closed_warning(&format!(
+                "a frame of {} bytes is over the limit of {MAX_FRAME_BYTES} bytes",
+                MAX_FRAME_BYTES + 1
+            ))
+            .await;
+
+        assert_serving(server.addr).await;
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn a_clean_close_answers_the_requests_already_read() {
+        let (handler, mut arrivals) = controlled_handler();
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(handler, Limits::default()).await;
+        let mut stream = raw_connect(server.addr).await;
+        send_request(&mut stream, 1, output_request(1)).await;
+        stream.shutdown().await.unwrap();
+        let (_, answer) = within("the request", arrivals.recv()).await.unwrap();
+        answer
+            .send(ClientResponse::ContainerOutput(Ok("late".into())))
+            .unwrap();
+        assert_eq!(read_response(&mut stream).await.id, 1);
+        let end: Option<ResponseFrame> = within("end", read_frame(&mut stream, MAX_FRAME_BYTES))
+            .await
+            .unwrap();
+        assert_eq!(end, None);
+        // Quietly: no warning.
+        let warned = capture
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(level, _)| *level == Level::WARN);
+        assert!(!warned);
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn an_answer_over_the_frame_limit_becomes_a_failure() {
+        let handler = handler_fn(|_| async { ClientResponse::ContainerOutput(Ok("x".repeat(500))) });
+        let limits = Limits {
+            max_frame: 200,
+            ..Limits::default()
+        };
+        let server = start(handler, limits).await;
+        let mut client = ClientConnection::connect(&server.addr.to_string(), WAIT)
+            .await
+            .unwrap();
+        match client.call(output_request(1), WAIT).await.unwrap() {
+            ClientResponse::Failed(text) => assert!(
+                text.starts_with("the answer to GetContainerOutput cannot be sent: a frame of "),
+                "{text}"
+            ),
+            other => panic!("expected Failed, got {other:?}"),
+        }
+        server.stop.send_replace(true);
+    }
+
+    // ---- greetings
+
+    #[actix_rt::test]
+    async fn the_server_refuses_a_client_that_does_not_greet_as_sparkyard() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(fixed_handler(), Limits::default()).await;
+
+        let mut http = TcpStream::connect(server.addr).await.unwrap();
+        http.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        expect_closed(&mut http).await;
+        capture
+            .closed_warning("it is not a sparkyard client (it sent \"GET /\")")
+            .await;
+
+        let mut newer = TcpStream::connect(server.addr).await.unwrap();
+        newer
+            .write_all(&[MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], PROTOCOL_VERSION + 1])
+            .await
+            .unwrap();
+        expect_closed(&mut newer).await;
+        capture
+            .closed_warning(&format!(
+                "it speaks protocol version {} and this side speaks version {PROTOCOL_VERSION}",
+                PROTOCOL_VERSION + 1
+            ))
+            .await;
+
+        assert_serving(server.addr).await;
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn the_client_refuses_a_server_that_does_not_greet_as_sparkyard() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let fake = actix_rt::spawn(async move {
+            // The first client gets an HTTP answer, the second silence.
+            let (mut first, _) = listener.accept().await.unwrap();
+            first
+                .write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                .await
+                .unwrap();
+            let (_second, _) = listener.accept().await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let err = ClientConnection::connect(&addr, WAIT).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot talk to the ResourceManager at {addr}: it is not a sparkyard ResourceManager (it sent \"HTTP/\")"
+            )
+        );
+        let err = ClientConnection::connect(&addr, Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("cannot talk to the ResourceManager at {addr}: no greeting within 200ms")
+        );
+        fake.abort();
+    }
+
+    // ---- client failures
+
+    #[actix_rt::test]
+    async fn connecting_to_a_closed_port_names_the_address() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let err = ClientConnection::connect(&addr, WAIT).await.unwrap_err();
+        assert!(matches!(err, TransportError::Connect { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot connect to the ResourceManager at {addr}: Connection refused (is 'sparkyard node' running?)"
+            )
+        );
+        assert!(std::error::Error::source(&err).is_some());
+    }
+
+    #[actix_rt::test]
+    async fn a_call_without_an_answer_times_out_and_its_late_answer_is_skipped() {
+        let (handler, mut arrivals) = controlled_handler();
+        let server = start(handler, Limits::default()).await;
+        let addr = server.addr.to_string();
+        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
+
+        let err = client
+            .call(
+                ClientRequest::GetNewApplication(GetNewApplication),
+                Duration::from_millis(200),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("no answer from the ResourceManager at {addr} to GetNewApplication within 200ms")
+        );
+
+        // The late answer arrives; the next call skips it and gets its own.
+        let (_, late) = within("the first request", arrivals.recv()).await.unwrap();
+        late.send(ClientResponse::NewApplication(Ok(NewApplication {
+            app_id: app(1),
+            maximum_capability: Resource::new(8192, 4),
+            num_node_managers: 2,
+        })))
+        .unwrap();
+        let (response, ()) = tokio::join!(
+            client.call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT),
+            async {
+                let (request, answer) = within("the second request", arrivals.recv()).await.unwrap();
+                assert_eq!(request, ClientRequest::GetClusterNodes(GetClusterNodes));
+                answer
+                    .send(ClientResponse::ClusterNodes(vec![node("n1")]))
+                    .unwrap();
+            }
+        );
+        assert_eq!(response.unwrap(), ClientResponse::ClusterNodes(vec![node("n1")]));
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn an_unexpected_id_or_a_close_fails_the_call_and_the_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let fake = actix_rt::spawn(async move {
+            // Answers the first request with a future id, then hangs up on the second client.
+            let (mut first, _) = listener.accept().await.unwrap();
+            first.write_all(&GREETING).await.unwrap();
+            let mut greeting = [0u8; 5];
+            first.read_exact(&mut greeting).await.unwrap();
+            let request: RequestFrame = read_frame(&mut first, MAX_FRAME_BYTES).await.unwrap().unwrap();
+            let wrong = ResponseFrame {
+                id: request.id + 5,
+                response: ClientResponse::ClusterNodes(Vec::new()),
+            };
+            first.write_all(&encode_frame(&wrong).unwrap()).await.unwrap();
+            let (mut second, _) = listener.accept().await.unwrap();
+            second.write_all(&GREETING).await.unwrap();
+            second.read_exact(&mut greeting).await.unwrap();
+            let _: Option<RequestFrame> = read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
+            drop(second);
+            std::future::pending::<()>().await;
+        });
+
+        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
+        let err = client
+            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("the ResourceManager at {addr} answered request 6 while request 1 was pending")
+        );
+        let err = client
+            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, TransportError::Unusable { .. }), "{err:?}");
+
+        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
+        let err = client
+            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("the ResourceManager at {addr} closed the connection")
+        );
+        fake.abort();
+    }
+
+    // ---- stopping
+
+    #[actix_rt::test]
+    async fn the_stop_signal_ends_serve_and_its_connections() {
+        let (handler, mut arrivals) = controlled_handler();
+        let server = start(handler, Limits::default()).await;
+        let mut open = raw_connect(server.addr).await;
+        send_request(&mut open, 1, output_request(1)).await;
+        let (_, _unanswered) = within("the request", arrivals.recv()).await.unwrap();
+
+        server.stop.send_replace(true);
+        within("serve to end", server.task).await.unwrap();
+        expect_closed(&mut open).await;
+        let err = ClientConnection::connect(&server.addr.to_string(), WAIT)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, TransportError::Connect { .. }), "{err:?}");
+    }
+
+    #[actix_rt::test]
+    async fn dropping_the_stop_sender_also_ends_serve() {
+        let server = start(fixed_handler(), Limits::default()).await;
+        assert_serving(server.addr).await;
+        drop(server.stop);
+        within("serve to end", server.task).await.unwrap();
+    }
+}

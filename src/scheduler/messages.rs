@@ -1,0 +1,139 @@
+//! Spark's CoarseGrainedClusterMessages: what executors, the driver's endpoints and the
+//! ApplicationMaster say to each other, with Spark's names and fields. Actor references
+//! travel as paths (an executor's `executor_ref`, the AM's endpoint), so a receiver
+//! addresses the sender through the registry. All derive serde: in the real system every
+//! one of these crosses a process boundary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::loss_reason::ExecutorLossReason;
+use crate::runtime::ActorPath;
+
+// ------------------------------------------------------------------ executor ↔ DriverEndpoint
+
+/// Executor bootstrap: the application's Spark properties.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "SparkAppConfig")]
+pub struct RetrieveSparkAppConfig {
+    pub resource_profile_id: u32,
+}
+
+/// The answer to [`RetrieveSparkAppConfig`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::MessageResponse)]
+pub struct SparkAppConfig {
+    pub spark_properties: Vec<(String, String)>,
+    pub log_level: Option<String>,
+}
+
+/// An executor asks to join (answer: `Ok(true)`, or the reason it is refused).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<bool, String>")]
+pub struct RegisterExecutor {
+    pub executor_id: String,
+    /// The executor backend's path: where the driver sends LaunchTask, StopExecutor, ...
+    pub executor_ref: ActorPath,
+    pub hostname: String,
+    pub cores: u32,
+    pub log_urls: BTreeMap<String, String>,
+    pub attributes: BTreeMap<String, String>,
+    pub resource_profile_id: u32,
+}
+
+/// The executor tells itself it was accepted (Spark 4's internal message).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct RegisteredExecutor;
+
+/// The executor is ready: the driver may offer its cores.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct LaunchedExecutor {
+    pub executor_id: String,
+}
+
+/// Removes an executor, with why it was lost.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct RemoveExecutor {
+    pub executor_id: String,
+    pub reason: ExecutorLossReason,
+}
+
+/// The driver tells every executor to stop (answer once told).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "bool")]
+pub struct StopExecutors;
+
+/// The driver tells one executor to stop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct StopExecutor;
+
+/// Stops the DriverEndpoint itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "bool")]
+pub struct StopDriver;
+
+/// Stop with an exit code: an executor to itself, or the driver to the AM (Spark 4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct Shutdown {
+    pub exit_code: i32,
+}
+
+// ------------------------------------------------------------------ YarnSchedulerEndpoint ↔ AMEndpoint
+
+/// The AM's endpoint announces itself to the driver's YarnSchedulerEndpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct RegisterClusterManager {
+    pub am: ActorPath,
+}
+
+/// The allocator's first question: the highest executor id the driver has seen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "u64")]
+pub struct RetrieveLastAllocatedExecutorId;
+
+/// The driver's desired executor totals (totals, never deltas) and locality hints.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<bool, String>")]
+pub struct RequestExecutors {
+    pub resource_profile_to_total_execs: BTreeMap<u32, u32>,
+    pub num_locality_aware_tasks_per_resource_profile_id: BTreeMap<u32, u32>,
+    pub host_to_local_task_count: BTreeMap<u32, BTreeMap<String, u32>>,
+    pub excluded_nodes: BTreeSet<String>,
+}
+
+/// The driver asks the AM to kill executors (their containers are released).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<bool, String>")]
+pub struct KillExecutors {
+    pub executor_ids: Vec<String>,
+}
+
+/// Why an executor was lost, answered by the AM once its container completes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<ExecutorLossReason, String>")]
+pub struct GetExecutorLossReason {
+    pub executor_id: String,
+}
+
+// ------------------------------------------------------------------ driver-local queries
+
+/// What the DriverEndpoint knows of one executor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutorSummary {
+    pub executor_id: String,
+    pub host: String,
+    pub total_cores: u32,
+    pub free_cores: u32,
+    pub executor_ref: ActorPath,
+}
+
+/// The registered executors (SparkContext's view, for the application's own use).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<ExecutorSummary>")]
+pub struct GetExecutors;

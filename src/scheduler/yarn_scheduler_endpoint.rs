@@ -1,0 +1,220 @@
+//! YarnSchedulerEndpoint (YarnSchedulerBackend.YarnSchedulerEndpoint, Spark's
+//! `YarnScheduler`): the driver's side of the conversation with the ApplicationMaster.
+//!
+//! The AM's endpoint registers here (RegisterClusterManager); the driver's executor
+//! requests and kills go through here to the AM (answered `false` with Spark's warning
+//! while no AM has registered); the allocator's RemoveExecutor comes back through here to
+//! the DriverEndpoint; and when an executor disconnects, this endpoint asks the AM for the
+//! loss reason and turns the answer (or its absence) into RemoveExecutor.
+
+use std::time::Duration;
+
+use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use serde::{Deserialize, Serialize};
+
+use super::driver_endpoint::DriverEndpoint;
+use super::loss_reason::ExecutorLossReason;
+use super::messages::*;
+use crate::deploy::am_endpoint::AmEndpoint;
+use crate::rpc::EndpointRef;
+use crate::runtime::{ActorPath, Kept, Me, Terminated};
+
+/// An executor's connection dropped; find out why (DriverEndpoint → here).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
+#[rtype(result = "()")]
+pub struct ExecutorDisconnected {
+    pub executor_id: String,
+}
+
+/// The YarnSchedulerEndpoint actor; see the module docs.
+pub struct YarnSchedulerEndpoint {
+    me: Me,
+    driver: EndpointRef<DriverEndpoint>,
+    /// The registered AM's endpoint, kept across restarts of this endpoint.
+    am: Kept<Option<ActorPath>>,
+    ask_timeout: Duration,
+}
+
+impl YarnSchedulerEndpoint {
+    pub fn new(me: Me, driver: ActorPath, am: Kept<Option<ActorPath>>, ask_timeout: Duration) -> Self {
+        let driver = me.endpoint(&driver);
+        YarnSchedulerEndpoint {
+            me,
+            driver,
+            am,
+            ask_timeout,
+        }
+    }
+
+    fn am(&self) -> Option<EndpointRef<AmEndpoint>> {
+        self.am.lock().as_ref().map(|p| self.me.endpoint(p))
+    }
+}
+
+impl Actor for YarnSchedulerEndpoint {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let known = self.am.lock().clone();
+        if let Some(am) = known {
+            let me = self.me.clone();
+            me.watch(ctx, &am);
+        }
+    }
+}
+
+impl Handler<RegisterClusterManager> for YarnSchedulerEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, msg: RegisterClusterManager, ctx: &mut Context<Self>) {
+        let previous = self.am.lock().replace(msg.am.clone());
+        tracing::info!(am = msg.am.as_str(), "ApplicationMaster registered as {}", msg.am);
+        let me = self.me.clone();
+        me.watch(ctx, &msg.am);
+        if previous.is_some() {
+            // backend.reset(): executors of the old AM are stale.
+            let driver = self.driver.clone();
+            actix::spawn(async move {
+                if let Ok(execs) = driver.ask(GetExecutors, Duration::from_secs(30)).await {
+                    for e in execs {
+                        let _ = driver.tell(RemoveExecutor {
+                            executor_id: e.executor_id,
+                            reason: ExecutorLossReason::process_lost(
+                                "Stale executor after cluster manager re-registered.",
+                            ),
+                        });
+                    }
+                }
+            });
+        }
+    }
+}
+
+impl Handler<RequestExecutors> for YarnSchedulerEndpoint {
+    type Result = ResponseFuture<Result<bool, String>>;
+
+    fn handle(&mut self, msg: RequestExecutors, _: &mut Context<Self>) -> Self::Result {
+        let Some(am) = self.am() else {
+            tracing::warn!("Attempted to request executors before the AM has registered!");
+            return Box::pin(async { Ok(false) });
+        };
+        let timeout = self.ask_timeout;
+        Box::pin(async move {
+            am.ask(msg, timeout).await.unwrap_or_else(|e| {
+                tracing::warn!("Sending RequestExecutors to AM was unsuccessful: {e}");
+                Err(e.to_string())
+            })
+        })
+    }
+}
+
+impl Handler<KillExecutors> for YarnSchedulerEndpoint {
+    type Result = ResponseFuture<Result<bool, String>>;
+
+    fn handle(&mut self, msg: KillExecutors, _: &mut Context<Self>) -> Self::Result {
+        let Some(am) = self.am() else {
+            tracing::warn!("Attempted to kill executors before the AM has registered!");
+            return Box::pin(async { Ok(false) });
+        };
+        let timeout = self.ask_timeout;
+        Box::pin(async move {
+            am.ask(msg, timeout).await.unwrap_or_else(|e| {
+                tracing::warn!("Sending KillExecutors to AM was unsuccessful: {e}");
+                Err(e.to_string())
+            })
+        })
+    }
+}
+
+impl Handler<RemoveExecutor> for YarnSchedulerEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoveExecutor, _: &mut Context<Self>) {
+        tracing::warn!(
+            executor_id = msg.executor_id.as_str(),
+            "Requesting driver to remove executor {} for reason {}",
+            msg.executor_id,
+            msg.reason
+        );
+        let _ = self.driver.tell(msg);
+    }
+}
+
+impl Handler<RetrieveLastAllocatedExecutorId> for YarnSchedulerEndpoint {
+    type Result = ResponseFuture<u64>;
+
+    fn handle(&mut self, msg: RetrieveLastAllocatedExecutorId, _: &mut Context<Self>) -> ResponseFuture<u64> {
+        let (driver, timeout) = (self.driver.clone(), self.ask_timeout);
+        Box::pin(async move { driver.ask(msg, timeout).await.unwrap_or(0) })
+    }
+}
+
+impl Handler<ExecutorDisconnected> for YarnSchedulerEndpoint {
+    type Result = ();
+
+    /// handleExecutorDisconnectedFromDriver: ask the AM why, then remove the executor.
+    fn handle(&mut self, msg: ExecutorDisconnected, _: &mut Context<Self>) {
+        let driver = self.driver.clone();
+        let id = msg.executor_id;
+        let Some(am) = self.am() else {
+            let _ = driver.tell(RemoveExecutor {
+                executor_id: id,
+                reason: ExecutorLossReason::process_lost("AM is not yet registered."),
+            });
+            return;
+        };
+        let timeout = self.ask_timeout;
+        actix::spawn(async move {
+            let answer = match am
+                .ask(
+                    GetExecutorLossReason {
+                        executor_id: id.clone(),
+                    },
+                    timeout,
+                )
+                .await
+            {
+                Ok(answer) => answer,
+                Err(e) => Err(e.to_string()),
+            };
+            let reason = answer.unwrap_or_else(|e| {
+                tracing::warn!(
+                    executor_id = id.as_str(),
+                    "Attempted to get executor loss reason for executor id {id}, but got no response ({e}). Marking as agent lost."
+                );
+                ExecutorLossReason::process_lost("Executor Process Lost")
+            });
+            let _ = driver.tell(RemoveExecutor {
+                executor_id: id,
+                reason,
+            });
+        });
+    }
+}
+
+impl Handler<Terminated> for YarnSchedulerEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, msg: Terminated, _: &mut Context<Self>) {
+        let mut am = self.am.lock();
+        if am.as_ref() == Some(&msg.path) {
+            tracing::warn!(
+                am = msg.path.as_str(),
+                "ApplicationMaster has disassociated: {}",
+                msg.reason
+            );
+            *am = None;
+        }
+    }
+}
+
+impl Handler<Shutdown> for YarnSchedulerEndpoint {
+    type Result = ();
+
+    /// The backend is stopping (Spark 4's signalDriverStop): tell the AM.
+    fn handle(&mut self, msg: Shutdown, _: &mut Context<Self>) {
+        if let Some(am) = self.am() {
+            let _ = am.tell(msg);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The YARN side: the ResourceManager and its container scheduler, the NodeManagers and
+//! their containers, YARN's records and protocols, and the all-in-one node that assembles
+//! them.
+
+pub mod client_rm_service;
+pub mod client_service;
+pub mod node;
+pub mod node_manager;
+pub mod protocol;
+pub mod records;
+pub mod resource_manager;
+pub mod scheduler;

@@ -1,0 +1,114 @@
+//! The all-in-one node: `/node`, a supervisor with the ResourceManager (`/node/rm`) and one
+//! NodeManager subtree per node of the configuration (`/node/nm-<host>`, a supervisor whose
+//! `node-manager` child starts containers next to itself). `sparkyard node` runs it as a
+//! long-running process; `sparkyard submit` with no master (or `local-cluster[N,C,M]`)
+//! runs it embedded in the submitting process.
+
+use std::sync::Arc;
+
+use crate::conf::{NodeSpec, SparkConf};
+use crate::logs::LogIds;
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, SupervisorSpec};
+
+use super::client_rm_service::ClientRmService;
+use super::node_manager::NodeManager;
+use super::resource_manager::{ResourceManager, RmConfig, RmState};
+
+/// The node's root segment.
+pub const NODE_ROOT: &str = "node";
+
+/// The ResourceManager's path.
+pub fn rm_path() -> ActorPath {
+    node_path("rm")
+}
+
+/// `/node/<segment>` (the segment is a constant or a validated host name).
+pub fn node_path(segment: &str) -> ActorPath {
+    ActorPath::from_trusted(format!("/{NODE_ROOT}/{segment}"))
+}
+
+/// Where a container's subtree runs: `/node/nm-<host>/<container_id>`.
+pub fn container_path(host: &str, container: &crate::yarn::records::ContainerId) -> ActorPath {
+    ActorPath::from_trusted(format!("/{NODE_ROOT}/nm-{host}/{container}"))
+}
+
+/// `local-cluster[N,C,M]`: N NodeManagers of C vcores and M MB, on one rack.
+pub fn local_cluster_nodes(n: u32, cores: u32, memory_mb: u64) -> Vec<NodeSpec> {
+    (1..=n)
+        .map(|i| NodeSpec {
+            host: format!("host{i}"),
+            rack: crate::conf::DEFAULT_RACK.to_string(),
+            memory_mb,
+            vcores: cores,
+        })
+        .collect()
+}
+
+/// Starts `/node` in `cluster` with the RM and the NodeManagers of `nodes`; `rm_host` is the
+/// `node` of the RM's records. With a `listener`, the RM's client port
+/// (`/node/client-rm-service`) serves it; it is started last, so it stops first.
+pub fn start_node(
+    cluster: &Cluster,
+    conf: &SparkConf,
+    nodes: &[NodeSpec],
+    rm_host: &str,
+    listener: Option<Arc<std::net::TcpListener>>,
+) -> Result<ActorPath, String> {
+    let supervision = Supervision::from_conf(conf).map_err(|e| e.to_string())?;
+    let rm_config = RmConfig::from_conf(conf);
+    let rm_state = Kept::new(RmState::new(cluster.clock().epoch_millis(), &rm_config));
+    let rm = rm_path();
+    let mut spec = SupervisorSpec::new(Strategy::OneForOne)
+        .supervision(&supervision)
+        .child(
+            ChildSpec::worker("rm", move |_, me| {
+                ResourceManager::new(me, rm_config.clone(), rm_state.clone())
+            })
+            .ids(LogIds::default().node(rm_host)),
+        );
+    for node in nodes {
+        let node = Arc::new(node.clone());
+        let (n, rm) = (node.clone(), rm.clone());
+        let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
+            let (n, rm) = (n.clone(), rm.clone());
+            SupervisorSpec::new(Strategy::OneForOne)
+                .supervision(&supervision)
+                .child(ChildSpec::worker("node-manager", move |_, me| {
+                    NodeManager::new(me, (*n).clone(), rm.clone())
+                }))
+        })
+        .ids(LogIds::default().node(&node.host));
+        spec = spec.child(nm);
+    }
+    if let Some(listener) = listener {
+        let rm = rm.clone();
+        spec = spec.child(
+            ChildSpec::worker("client-rm-service", move |_, me| {
+                ClientRmService::new(me, listener.clone(), rm.clone())
+            })
+            .ids(LogIds::default().node(rm_host)),
+        );
+    }
+    cluster.start_root(NODE_ROOT, spec).map_err(|e| e.to_string())
+}
+
+/// Waits (real time, at most `limit`) until the ResourceManager runs and `nodes`
+/// NodeManagers have registered with it.
+pub async fn wait_ready(cluster: &Cluster, nodes: usize, limit: std::time::Duration) -> Result<(), String> {
+    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Ok(reports) = rm.ask(super::protocol::GetClusterNodes, limit).await {
+            if reports.len() >= nodes {
+                return Ok(());
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "the node did not come up within {}",
+                humantime::format_duration(limit)
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}

@@ -1,0 +1,271 @@
+//! The YARN protocols as typed messages, named as Hadoop names their calls:
+//!
+//! - ApplicationClientProtocol (Client → ResourceManager): [`GetNewApplication`],
+//!   [`SubmitApplication`], [`GetApplicationReport`], [`KillApplication`],
+//!   [`GetClusterNodes`], and sparkyard's [`GetContainerOutput`] (a container's stdout,
+//!   which YARN serves through the NodeManager's log pages).
+//! - ApplicationMasterProtocol (ApplicationMaster → ResourceManager):
+//!   [`RegisterApplicationMaster`], [`Allocate`] (the heartbeat), [`FinishApplicationMaster`].
+//! - ContainerManagementProtocol (ResourceManager/ApplicationMaster → NodeManager):
+//!   [`StartContainer`], [`StopContainer`], [`ReadContainerOutput`].
+//! - ResourceTracker (NodeManager → ResourceManager): [`RegisterNodeManager`] and
+//!   [`NodeStatusUpdate`] (completed containers, pushed as they complete).
+//!
+//! Every message and reply derives serde: the client protocol already crosses TCP between
+//! `sparkyard submit` and `sparkyard node`, and the others will when nodes are processes.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::records::*;
+
+/// A failure answered by a YARN service, with Hadoop's exception names and texts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum YarnError {
+    /// ApplicationNotFoundException.
+    ApplicationNotFound(ApplicationId),
+    /// ApplicationAttemptNotFoundException: an AM call for an attempt the RM no longer runs.
+    ApplicationAttemptNotFound(ApplicationAttemptId),
+    /// InvalidResourceRequestException (e.g. above the maximum allocation).
+    InvalidResourceRequest(String),
+    /// ApplicationMasterNotRegisteredException.
+    NotRegistered(ApplicationAttemptId),
+    /// Any other refusal, with its message.
+    Other(String),
+}
+
+impl fmt::Display for YarnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            YarnError::ApplicationNotFound(id) => write!(
+                f,
+                "Application with id '{id}' doesn't exist in RM. Please check that the job submission was successful."
+            ),
+            YarnError::ApplicationAttemptNotFound(id) => {
+                write!(f, "Application attempt {id} doesn't exist in ApplicationMasterService cache.")
+            }
+            YarnError::InvalidResourceRequest(m) | YarnError::Other(m) => f.write_str(m),
+            YarnError::NotRegistered(id) => write!(
+                f,
+                "Application Master is trying to allocate before registering for: {}",
+                id.app
+            ),
+        }
+    }
+}
+
+impl std::error::Error for YarnError {}
+
+// ------------------------------------------------------------------ ApplicationClientProtocol
+
+/// Asks the RM for a new application id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<NewApplication, YarnError>")]
+pub struct GetNewApplication;
+
+/// The answer to [`GetNewApplication`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewApplication {
+    pub app_id: ApplicationId,
+    /// The largest container the scheduler will grant.
+    pub maximum_capability: Resource,
+    pub num_node_managers: u32,
+}
+
+/// Submits an application: the RM accepts it (or rejects it, e.g. for an unknown queue)
+/// and launches its first AM attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<(), YarnError>")]
+pub struct SubmitApplication(pub ApplicationSubmissionContext);
+
+/// An application's report. With `wait`, the RM holds the answer until the state or final
+/// status differs from `wait.known` or `wait.max` passes, so a monitor sees a change as it
+/// happens instead of at its next poll.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<ApplicationReport, YarnError>")]
+pub struct GetApplicationReport {
+    pub app_id: ApplicationId,
+    pub wait: Option<ReportWait>,
+}
+
+/// See [`GetApplicationReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportWait {
+    pub known: (YarnApplicationState, FinalApplicationStatus),
+    pub max: Duration,
+}
+
+/// Kills an application: its attempt's containers are stopped and it ends KILLED.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<(), YarnError>")]
+pub struct KillApplication {
+    pub app_id: ApplicationId,
+    pub diagnostics: String,
+}
+
+/// The running NodeManagers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<NodeReport>")]
+pub struct GetClusterNodes;
+
+/// The stdout of one of an application's containers, fetched from its NodeManager.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<String, YarnError>")]
+pub struct GetContainerOutput {
+    pub container_id: ContainerId,
+}
+
+// ------------------------------------------------------------------ ApplicationMasterProtocol
+
+/// The AM registers its attempt (host, port and tracking URL of the driver in cluster mode).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<RegisterResponse, YarnError>")]
+pub struct RegisterApplicationMaster {
+    pub attempt_id: ApplicationAttemptId,
+    pub host: String,
+    pub rpc_port: i32,
+    pub tracking_url: String,
+}
+
+/// The answer to [`RegisterApplicationMaster`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterResponse {
+    pub maximum_capability: Resource,
+    pub queue: String,
+}
+
+/// The AM's heartbeat: its outstanding container requests (the whole table, as AMRMClient
+/// keeps it), containers it releases, and its progress. The RM schedules what it can at
+/// once and answers with the granted containers and the statuses of completed ones.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<AllocateResponse, YarnError>")]
+pub struct Allocate {
+    pub attempt_id: ApplicationAttemptId,
+    pub response_id: u64,
+    pub progress: f32,
+    pub asks: Vec<ContainerRequest>,
+    pub releases: Vec<ContainerId>,
+    /// Hosts the AM does not want containers on (updateBlacklist).
+    pub blacklist: Vec<String>,
+}
+
+/// The answer to [`Allocate`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocateResponse {
+    pub response_id: u64,
+    pub allocated: Vec<Container>,
+    pub completed: Vec<ContainerStatus>,
+    pub num_cluster_nodes: u32,
+    pub available: Resource,
+}
+
+/// The AM unregisters with its attempt's final status and diagnostics.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<(), YarnError>")]
+pub struct FinishApplicationMaster {
+    pub attempt_id: ApplicationAttemptId,
+    pub final_status: FinalApplicationStatus,
+    pub diagnostics: String,
+    pub tracking_url: String,
+}
+
+// ------------------------------------------------------------------ ContainerManagementProtocol
+
+/// Starts a container on a NodeManager from its launch context.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<(), YarnError>")]
+pub struct StartContainer {
+    pub container: Container,
+    pub launch: ContainerLaunchContext,
+}
+
+/// Who asked a container to stop, which decides its exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopRequester {
+    /// The application's AM released or killed it (exit status -105).
+    ApplicationMaster,
+    /// The RM killed it, e.g. for a killed application (-106).
+    ResourceManager,
+    /// The application finished while it ran (-107).
+    AppCompletion,
+}
+
+/// Stops a container; it completes with the exit status of its requester.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<(), YarnError>")]
+pub struct StopContainer {
+    pub container_id: ContainerId,
+    pub requester: StopRequester,
+}
+
+/// Reads a container's stdout (finished or running).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<String, YarnError>")]
+pub struct ReadContainerOutput {
+    pub container_id: ContainerId,
+}
+
+// ------------------------------------------------------------------ ResourceTracker
+
+/// A NodeManager joins the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct RegisterNodeManager {
+    pub host: String,
+    pub rack: String,
+    pub capability: Resource,
+}
+
+/// A NodeManager reports containers that completed (pushed as they complete, rather than
+/// waiting for the next node heartbeat).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct NodeStatusUpdate {
+    pub host: String,
+    pub completed: Vec<ContainerStatus>,
+}
+
+// ------------------------------------------------------------------ the client protocol on the wire
+
+/// One ApplicationClientProtocol call, as it travels between `sparkyard submit` and a
+/// running `sparkyard node`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ClientRequest {
+    GetNewApplication(GetNewApplication),
+    SubmitApplication(SubmitApplication),
+    GetApplicationReport(GetApplicationReport),
+    KillApplication(KillApplication),
+    GetClusterNodes(GetClusterNodes),
+    GetContainerOutput(GetContainerOutput),
+}
+
+/// The answer to a [`ClientRequest`], variant for variant. (A report is much larger than the
+/// other answers; they are short-lived, so it is not boxed.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ClientResponse {
+    NewApplication(Result<NewApplication, YarnError>),
+    SubmitApplication(Result<(), YarnError>),
+    ApplicationReport(Result<ApplicationReport, YarnError>),
+    KillApplication(Result<(), YarnError>),
+    ClusterNodes(Vec<NodeReport>),
+    ContainerOutput(Result<String, YarnError>),
+    /// The request could not be served at all (the RM did not answer, a bad request).
+    Failed(String),
+}
+
+impl ClientRequest {
+    /// The call's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientRequest::GetNewApplication(_) => "GetNewApplication",
+            ClientRequest::SubmitApplication(_) => "SubmitApplication",
+            ClientRequest::GetApplicationReport(_) => "GetApplicationReport",
+            ClientRequest::KillApplication(_) => "KillApplication",
+            ClientRequest::GetClusterNodes(_) => "GetClusterNodes",
+            ClientRequest::GetContainerOutput(_) => "GetContainerOutput",
+        }
+    }
+}

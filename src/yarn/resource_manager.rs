@@ -1,0 +1,848 @@
+//! ResourceManager, at `/node/rm`: applications, attempts and containers for the whole
+//! node.
+//!
+//! It hands out application ids (`application_<clusterTimestamp>_<seq>`), accepts
+//! submissions (an unknown queue rejects the application with the CapacityScheduler's
+//! diagnostics; an AM above the maximum allocation is refused with YARN's
+//! InvalidResourceRequest), runs the application state machine (NEW → SUBMITTED →
+//! ACCEPTED → RUNNING → FINISHED / FAILED / KILLED) with its final status, and launches the
+//! AM container of each attempt on a NodeManager. It serves the AM protocol: registration,
+//! the Allocate heartbeat (the attempt's outstanding requests are scheduled at once, with
+//! locality, by [`super::scheduler::Scheduler`]; granted containers and completed container
+//! statuses go back in the answer) and unregistration. When an AM container ends without
+//! its attempt having unregistered, the attempt failed: the RM starts another, up to
+//! `yarn.resourcemanager.am.max-attempts` (capped by the submission's `spark.yarn.maxAppAttempts`),
+//! then fails the application with YARN's diagnostics. Its applications and nodes are kept
+//! by its supervisor, so a restarted RM still knows them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use actix::{Actor, Context, Handler, MessageResult, ResponseFuture};
+use tokio::sync::oneshot;
+
+use super::node_manager::{node_manager_path, NodeManager};
+use super::protocol::*;
+use super::records::*;
+use super::scheduler::Scheduler;
+use crate::conf::{self, SparkConf};
+use crate::rpc::EndpointRef;
+use crate::runtime::timers::run_later;
+use crate::runtime::{Kept, Me};
+
+/// What the RM reads from yarn-site.conf.
+#[derive(Clone, Debug)]
+pub struct RmConfig {
+    pub queues: Vec<String>,
+    pub max_attempts: u32,
+    pub minimum_allocation: Resource,
+    pub maximum_allocation: Resource,
+    pub ask_timeout: Duration,
+}
+
+impl RmConfig {
+    pub fn from_conf(conf: &SparkConf) -> RmConfig {
+        RmConfig {
+            queues: conf
+                .get(&conf::CAPACITY_ROOT_QUEUES)
+                .unwrap_or_else(|_| vec!["default".into()]),
+            max_attempts: conf.get(&conf::RM_AM_MAX_ATTEMPTS).unwrap_or(2).max(1),
+            minimum_allocation: Resource::new(
+                conf.get(&conf::RM_SCHEDULER_MINIMUM_ALLOCATION_MB)
+                    .unwrap_or(1024),
+                conf.get(&conf::RM_SCHEDULER_MINIMUM_ALLOCATION_VCORES)
+                    .unwrap_or(1),
+            ),
+            maximum_allocation: Resource::new(
+                conf.get(&conf::RM_SCHEDULER_MAXIMUM_ALLOCATION_MB)
+                    .unwrap_or(8192),
+                conf.get(&conf::RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES)
+                    .unwrap_or(4),
+            ),
+            ask_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct RmAttempt {
+    id: ApplicationAttemptId,
+    am_container: Option<Container>,
+    /// Waiting for room for its AM container.
+    am_pending: bool,
+    registered: bool,
+    host: Option<String>,
+    rpc_port: Option<i32>,
+    tracking_url: Option<String>,
+    unregistered: Option<(FinalApplicationStatus, String)>,
+    ended: bool,
+    /// Granted containers not yet completed.
+    containers: BTreeSet<ContainerId>,
+    /// Containers the AM released (they complete as ABORTED).
+    released: BTreeSet<ContainerId>,
+    /// Completed container statuses for the AM's next Allocate.
+    completed: Vec<ContainerStatus>,
+}
+
+#[derive(Debug)]
+struct RmApp {
+    ctx: ApplicationSubmissionContext,
+    state: YarnApplicationState,
+    final_status: FinalApplicationStatus,
+    diagnostics: String,
+    attempts: Vec<RmAttempt>,
+    max_attempts: u32,
+    start_time: u64,
+    finish_time: u64,
+}
+
+impl RmApp {
+    fn current(&self) -> Option<&RmAttempt> {
+        self.attempts.last()
+    }
+    fn current_mut(&mut self) -> Option<&mut RmAttempt> {
+        self.attempts.last_mut()
+    }
+    fn report(&self) -> ApplicationReport {
+        let cur = self.current();
+        ApplicationReport {
+            app_id: self.ctx.app_id,
+            current_attempt: cur.map(|a| a.id),
+            name: self.ctx.name.clone(),
+            queue: self.ctx.queue.clone(),
+            user: self.ctx.user.clone(),
+            app_type: self.ctx.app_type.clone(),
+            host: cur.and_then(|a| a.host.clone()),
+            rpc_port: cur.and_then(|a| a.rpc_port),
+            tracking_url: cur.and_then(|a| a.tracking_url.clone()).filter(|u| !u.is_empty()),
+            state: self.state,
+            final_status: self.final_status,
+            diagnostics: self.diagnostics.clone(),
+            start_time: self.start_time,
+            finish_time: self.finish_time,
+            am_container: cur.and_then(|a| a.am_container.as_ref().map(|c| c.id)),
+        }
+    }
+    fn key(&self) -> (YarnApplicationState, FinalApplicationStatus) {
+        (self.state, self.final_status)
+    }
+}
+
+/// The RM's state, kept by its supervisor across restarts.
+#[derive(Debug)]
+pub struct RmState {
+    cluster_timestamp: u64,
+    next_app: u32,
+    apps: BTreeMap<ApplicationId, RmApp>,
+    scheduler: Scheduler,
+    /// Where each container ran, for fetching its output after it ended.
+    container_hosts: BTreeMap<ContainerId, String>,
+}
+
+impl RmState {
+    pub fn new(cluster_timestamp: u64, config: &RmConfig) -> RmState {
+        RmState {
+            cluster_timestamp,
+            next_app: 0,
+            apps: BTreeMap::new(),
+            scheduler: Scheduler::new(config.minimum_allocation, config.maximum_allocation),
+            container_hosts: BTreeMap::new(),
+        }
+    }
+}
+
+struct ReportWaiter {
+    app: ApplicationId,
+    known: (YarnApplicationState, FinalApplicationStatus),
+    reply: oneshot::Sender<Result<ApplicationReport, YarnError>>,
+}
+
+/// The ResourceManager actor; see the module docs.
+pub struct ResourceManager {
+    me: Me,
+    config: RmConfig,
+    state: Kept<RmState>,
+    waiters: Vec<ReportWaiter>,
+}
+
+impl ResourceManager {
+    pub fn new(me: Me, config: RmConfig, state: Kept<RmState>) -> Self {
+        ResourceManager {
+            me,
+            config,
+            state,
+            waiters: Vec::new(),
+        }
+    }
+
+    fn nm(&self, host: &str) -> EndpointRef<NodeManager> {
+        self.me.endpoint(&node_manager_path(host))
+    }
+
+    /// Answers the report waiters of `app` whose known state is now stale.
+    fn notify(&mut self, app: ApplicationId) {
+        let report = self.state.lock().apps.get(&app).map(|a| (a.key(), a.report()));
+        let Some((key, report)) = report else { return };
+        let (due, keep): (Vec<ReportWaiter>, Vec<ReportWaiter>) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|w| w.app == app && w.known != key);
+        self.waiters = keep;
+        for w in due {
+            let _ = w.reply.send(Ok(report.clone()));
+        }
+    }
+
+    fn set_state(app: &mut RmApp, state: YarnApplicationState) {
+        if app.state != state {
+            tracing::info!(
+                app_id = %app.ctx.app_id,
+                "{} State change from {} to {} on event = {}",
+                app.ctx.app_id,
+                app.state,
+                state,
+                match state {
+                    YarnApplicationState::Submitted => "START",
+                    YarnApplicationState::Accepted => "APP_ACCEPTED",
+                    YarnApplicationState::Running => "ATTEMPT_REGISTERED",
+                    YarnApplicationState::Finished => "ATTEMPT_FINISHED",
+                    YarnApplicationState::Failed => "ATTEMPT_FAILED",
+                    YarnApplicationState::Killed => "KILL",
+                    _ => "-",
+                }
+            );
+            app.state = state;
+        }
+    }
+
+    /// Starts the next attempt of `app_id`: allocates its AM container if there is room.
+    fn start_attempt(&mut self, app_id: ApplicationId) {
+        let mut st = self.state.lock();
+        let Some(app) = st.apps.get(&app_id) else { return };
+        let id = ApplicationAttemptId {
+            app: app_id,
+            attempt: app.attempts.len() as u32 + 1,
+        };
+        tracing::info!(app_id = %app_id, attempt = id.attempt, "Starting attempt {id}");
+        if let Some(app) = st.apps.get_mut(&app_id) {
+            app.attempts.push(RmAttempt {
+                id,
+                am_container: None,
+                am_pending: true,
+                registered: false,
+                host: None,
+                rpc_port: None,
+                tracking_url: None,
+                unregistered: None,
+                ended: false,
+                containers: BTreeSet::new(),
+                released: BTreeSet::new(),
+                completed: Vec::new(),
+            });
+        }
+        drop(st);
+        self.place_pending_ams();
+    }
+
+    /// Gives waiting AM containers a node, where there is room, and launches them.
+    fn place_pending_ams(&mut self) {
+        let mut launches = Vec::new();
+        {
+            let mut st = self.state.lock();
+            let RmState {
+                apps,
+                scheduler,
+                container_hosts,
+                ..
+            } = &mut *st;
+            for app in apps.values_mut() {
+                if app.state.is_final() {
+                    continue;
+                }
+                let resource = app.ctx.resource;
+                let spec = app.ctx.am_container_spec.clone();
+                let Some(attempt) = app.attempts.last_mut() else {
+                    continue;
+                };
+                if !attempt.am_pending || attempt.ended {
+                    continue;
+                }
+                match scheduler.allocate_am(attempt.id, &resource) {
+                    Ok(Some(container)) => {
+                        attempt.am_pending = false;
+                        attempt.am_container = Some(container.clone());
+                        attempt.containers.insert(container.id);
+                        container_hosts.insert(container.id, container.node.clone());
+                        tracing::info!(
+                            app_id = %attempt.id.app,
+                            attempt = attempt.id.attempt,
+                            container_id = %container.id,
+                            "Allocated AM container {} on {} ({}) for {}",
+                            container.id,
+                            container.node,
+                            container.resource,
+                            attempt.id
+                        );
+                        launches.push((container, spec));
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::error!(app_id = %attempt.id.app, "cannot allocate the AM container: {e}")
+                    }
+                }
+            }
+        }
+        for (container, spec) in launches {
+            self.launch(container, spec);
+        }
+    }
+
+    fn launch(&mut self, container: Container, mut launch: ContainerLaunchContext) {
+        launch
+            .environment
+            .insert("CONTAINER_ID".into(), container.id.to_string());
+        launch
+            .environment
+            .insert("NM_HOST".into(), container.node.clone());
+        let nm = self.nm(&container.node);
+        let host = container.node.clone();
+        let id = container.id;
+        let rm: EndpointRef<ResourceManager> = self.me.endpoint(self.me.path());
+        let timeout = self.config.ask_timeout;
+        actix::spawn(async move {
+            let result = nm.ask(StartContainer { container, launch }, timeout).await;
+            let failure = match result {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(e) = failure {
+                // The container never ran: report it as completed so the attempt fails.
+                let _ = rm.tell(NodeStatusUpdate {
+                    host,
+                    completed: vec![ContainerStatus {
+                        container_id: id,
+                        state: ContainerState::Complete,
+                        exit_status: exit_status::INVALID,
+                        diagnostics: format!("Container launch failed: {e}"),
+                    }],
+                });
+            }
+        });
+    }
+
+    fn stop_containers(&self, ids: impl IntoIterator<Item = ContainerId>, requester: StopRequester) {
+        let hosts: Vec<(ContainerId, String)> = {
+            let st = self.state.lock();
+            ids.into_iter()
+                .filter_map(|id| st.scheduler.node_of(&id).map(|h| (id, h.to_string())))
+                .collect()
+        };
+        for (container_id, host) in hosts {
+            let _ = self.nm(&host).tell(StopContainer {
+                container_id,
+                requester,
+            });
+        }
+    }
+
+    /// A container completed on a node.
+    fn container_completed(&mut self, mut status: ContainerStatus) {
+        let id = status.container_id;
+        let attempt_id = id.attempt;
+        let app_id = attempt_id.app;
+        let mut am_ended = None;
+        {
+            let mut st = self.state.lock();
+            st.scheduler.release(&id);
+            let Some(app) = st.apps.get_mut(&app_id) else {
+                return;
+            };
+            let Some(attempt) = app.attempts.iter_mut().find(|a| a.id == attempt_id) else {
+                return;
+            };
+            attempt.containers.remove(&id);
+            if attempt.released.remove(&id) {
+                status.exit_status = exit_status::ABORTED;
+                status.diagnostics = "Container released by application".into();
+            }
+            if attempt.am_container.as_ref().map(|c| c.id) == Some(id) {
+                am_ended = Some(status.clone());
+            } else if !attempt.ended {
+                attempt.completed.push(status.clone());
+            }
+        }
+        tracing::info!(
+            app_id = %app_id,
+            container_id = %id,
+            exit_status = status.exit_status,
+            "Container {id} completed with exit status {}",
+            status.exit_status
+        );
+        if let Some(status) = am_ended {
+            self.am_container_finished(attempt_id, status);
+        }
+        self.place_pending_ams();
+    }
+
+    /// The AM container of an attempt ended: the attempt is over.
+    fn am_container_finished(&mut self, attempt_id: ApplicationAttemptId, status: ContainerStatus) {
+        let app_id = attempt_id.app;
+        let now = self.me.clock().epoch_millis();
+        let mut retry = false;
+        let mut leftovers = Vec::new();
+        let requester;
+        {
+            let mut st = self.state.lock();
+            let Some(app) = st.apps.get_mut(&app_id) else {
+                return;
+            };
+            let max = app.max_attempts;
+            let attempts = app.attempts.len() as u32;
+            let Some(attempt) = app.attempts.iter_mut().find(|a| a.id == attempt_id) else {
+                return;
+            };
+            attempt.ended = true;
+            leftovers.extend(attempt.containers.iter().copied());
+            let unregistered = attempt.unregistered.clone();
+            if app.state.is_final() {
+                requester = StopRequester::ResourceManager;
+            } else if let Some((final_status, diagnostics)) = unregistered {
+                requester = StopRequester::AppCompletion;
+                app.final_status = final_status;
+                app.diagnostics = diagnostics;
+                app.finish_time = now;
+                Self::set_state(app, YarnApplicationState::Finished);
+            } else {
+                requester = StopRequester::ResourceManager;
+                let diagnostics = format!(
+                    "AM Container for {attempt_id} exited with  exitCode: {}\nFailing this attempt.Diagnostics: {}\nFor more detailed output, check the application's logs: sparkyard logs --app {app_id}\n",
+                    status.exit_status, status.diagnostics
+                );
+                tracing::warn!(app_id = %app_id, attempt = attempt_id.attempt, exit_status = status.exit_status, "{diagnostics}");
+                if attempts < max {
+                    app.diagnostics = diagnostics;
+                    Self::set_state(app, YarnApplicationState::Accepted);
+                    retry = true;
+                } else {
+                    app.diagnostics =
+                        format!("Application {app_id} failed {max} times due to {diagnostics}. Failing the application.");
+                    app.final_status = FinalApplicationStatus::Failed;
+                    app.finish_time = now;
+                    Self::set_state(app, YarnApplicationState::Failed);
+                }
+            }
+        }
+        self.stop_containers(leftovers, requester);
+        if retry {
+            self.start_attempt(app_id);
+        }
+        self.notify(app_id);
+    }
+
+    /// Checks that `attempt` is the current, live attempt of its application.
+    fn live_attempt<'a>(
+        st: &'a mut RmState,
+        attempt: &ApplicationAttemptId,
+    ) -> Result<&'a mut RmAttempt, YarnError> {
+        st.apps
+            .get_mut(&attempt.app)
+            .filter(|a| !a.state.is_final())
+            .and_then(|a| a.current_mut())
+            .filter(|a| a.id == *attempt && !a.ended)
+            .ok_or(YarnError::ApplicationAttemptNotFound(*attempt))
+    }
+}
+
+impl Actor for ResourceManager {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        let st = self.state.lock();
+        tracing::info!(
+            cluster_timestamp = st.cluster_timestamp,
+            applications = st.apps.len() as u64,
+            nodes = st.scheduler.num_nodes(),
+            "ResourceManager started (cluster timestamp {}, {} applications, {} NodeManagers known)",
+            st.cluster_timestamp,
+            st.apps.len(),
+            st.scheduler.num_nodes()
+        );
+    }
+}
+
+impl Handler<RegisterNodeManager> for ResourceManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: RegisterNodeManager, _: &mut Context<Self>) {
+        self.state
+            .lock()
+            .scheduler
+            .add_node(&msg.host, &msg.rack, msg.capability);
+        tracing::info!(
+            host = msg.host.as_str(),
+            rack = msg.rack.as_str(),
+            "NodeManager from node {} registered with capability: {}, rack {}",
+            msg.host,
+            msg.capability,
+            msg.rack
+        );
+        self.place_pending_ams();
+    }
+}
+
+impl Handler<GetNewApplication> for ResourceManager {
+    type Result = Result<NewApplication, YarnError>;
+
+    fn handle(&mut self, _: GetNewApplication, _: &mut Context<Self>) -> Self::Result {
+        let mut st = self.state.lock();
+        st.next_app += 1;
+        let app_id = ApplicationId {
+            cluster_timestamp: st.cluster_timestamp,
+            id: st.next_app,
+        };
+        Ok(NewApplication {
+            app_id,
+            maximum_capability: st.scheduler.maximum_allocation(),
+            num_node_managers: st.scheduler.num_nodes(),
+        })
+    }
+}
+
+impl Handler<SubmitApplication> for ResourceManager {
+    type Result = Result<(), YarnError>;
+
+    fn handle(&mut self, msg: SubmitApplication, _: &mut Context<Self>) -> Self::Result {
+        let ctx = msg.0;
+        let app_id = ctx.app_id;
+        let now = self.me.clock().epoch_millis();
+        let accepted = {
+            let mut st = self.state.lock();
+            if st.apps.contains_key(&app_id) {
+                return Err(YarnError::Other(format!(
+                    "Application with id {app_id} is already present! Cannot add a duplicate!"
+                )));
+            }
+            if app_id.cluster_timestamp != st.cluster_timestamp || app_id.id > st.next_app {
+                return Err(YarnError::Other(format!(
+                    "Application {app_id} was not created by this ResourceManager"
+                )));
+            }
+            st.scheduler.normalize(&ctx.resource)?;
+            let max_attempts = match ctx.max_app_attempts {
+                Some(n) if n > 0 && n <= self.config.max_attempts => n,
+                _ => self.config.max_attempts,
+            };
+            let queue_known = self.config.queues.iter().any(|q| q == &ctx.queue);
+            let mut app = RmApp {
+                ctx,
+                state: YarnApplicationState::New,
+                final_status: FinalApplicationStatus::Undefined,
+                diagnostics: String::new(),
+                attempts: Vec::new(),
+                max_attempts,
+                start_time: now,
+                finish_time: 0,
+            };
+            tracing::info!(
+                app_id = %app_id,
+                queue = app.ctx.queue.as_str(),
+                user = app.ctx.user.as_str(),
+                "Application {app_id} submitted by user {} to queue {} (name {}, type {})",
+                app.ctx.user,
+                app.ctx.queue,
+                app.ctx.name,
+                app.ctx.app_type
+            );
+            Self::set_state(&mut app, YarnApplicationState::Submitted);
+            if queue_known {
+                Self::set_state(&mut app, YarnApplicationState::Accepted);
+            } else {
+                app.diagnostics = format!(
+                    "Application {app_id} submitted by user {} to unknown queue: {}",
+                    app.ctx.user, app.ctx.queue
+                );
+                app.final_status = FinalApplicationStatus::Failed;
+                app.finish_time = now;
+                tracing::warn!(app_id = %app_id, "{}", app.diagnostics);
+                Self::set_state(&mut app, YarnApplicationState::Failed);
+            }
+            st.apps.insert(app_id, app);
+            queue_known
+        };
+        if accepted {
+            self.start_attempt(app_id);
+        }
+        self.notify(app_id);
+        Ok(())
+    }
+}
+
+impl Handler<GetApplicationReport> for ResourceManager {
+    type Result = ResponseFuture<Result<ApplicationReport, YarnError>>;
+
+    fn handle(&mut self, msg: GetApplicationReport, ctx: &mut Context<Self>) -> Self::Result {
+        let found = self
+            .state
+            .lock()
+            .apps
+            .get(&msg.app_id)
+            .map(|a| (a.key(), a.report()));
+        let Some((key, report)) = found else {
+            return Box::pin(async move { Err(YarnError::ApplicationNotFound(msg.app_id)) });
+        };
+        match msg.wait {
+            Some(wait) if wait.known == key && !key.0.is_final() => {
+                let (tx, rx) = oneshot::channel();
+                self.waiters.push(ReportWaiter {
+                    app: msg.app_id,
+                    known: wait.known,
+                    reply: tx,
+                });
+                let app = msg.app_id;
+                let clock = self.me.clock().clone();
+                run_later(ctx, &clock, wait.max, move |act: &mut ResourceManager, _| {
+                    let report = act.state.lock().apps.get(&app).map(|a| a.report());
+                    let (due, keep): (Vec<ReportWaiter>, Vec<ReportWaiter>) =
+                        std::mem::take(&mut act.waiters)
+                            .into_iter()
+                            .partition(|w| w.app == app);
+                    act.waiters = keep;
+                    for w in due {
+                        let _ = w
+                            .reply
+                            .send(report.clone().ok_or(YarnError::ApplicationNotFound(app)));
+                    }
+                });
+                Box::pin(async move {
+                    rx.await
+                        .unwrap_or(Err(YarnError::Other("the ResourceManager stopped".into())))
+                })
+            }
+            _ => Box::pin(async move { Ok(report) }),
+        }
+    }
+}
+
+impl Handler<KillApplication> for ResourceManager {
+    type Result = Result<(), YarnError>;
+
+    fn handle(&mut self, msg: KillApplication, _: &mut Context<Self>) -> Self::Result {
+        let now = self.me.clock().epoch_millis();
+        let containers: Vec<ContainerId> = {
+            let mut st = self.state.lock();
+            let app = st
+                .apps
+                .get_mut(&msg.app_id)
+                .ok_or(YarnError::ApplicationNotFound(msg.app_id))?;
+            if app.state.is_final() {
+                return Ok(());
+            }
+            let user = app.ctx.user.clone();
+            app.diagnostics = if msg.diagnostics.is_empty() {
+                format!("Application {} was killed by user {user}", msg.app_id)
+            } else {
+                format!(
+                    "Application {} was killed by user {user}: {}",
+                    msg.app_id, msg.diagnostics
+                )
+            };
+            app.final_status = FinalApplicationStatus::Killed;
+            app.finish_time = now;
+            tracing::warn!(app_id = %msg.app_id, "{}", app.diagnostics);
+            Self::set_state(app, YarnApplicationState::Killed);
+            match app.current_mut() {
+                Some(a) => {
+                    a.am_pending = false;
+                    a.containers.iter().copied().collect()
+                }
+                None => Vec::new(),
+            }
+        };
+        self.stop_containers(containers, StopRequester::ResourceManager);
+        self.notify(msg.app_id);
+        Ok(())
+    }
+}
+
+impl Handler<GetClusterNodes> for ResourceManager {
+    type Result = MessageResult<GetClusterNodes>;
+
+    fn handle(&mut self, _: GetClusterNodes, _: &mut Context<Self>) -> MessageResult<GetClusterNodes> {
+        MessageResult(self.state.lock().scheduler.node_reports())
+    }
+}
+
+impl Handler<GetContainerOutput> for ResourceManager {
+    type Result = ResponseFuture<Result<String, YarnError>>;
+
+    fn handle(&mut self, msg: GetContainerOutput, _: &mut Context<Self>) -> Self::Result {
+        let host = self.state.lock().container_hosts.get(&msg.container_id).cloned();
+        let Some(host) = host else {
+            return Box::pin(async move {
+                Err(YarnError::Other(format!(
+                    "unknown container {}",
+                    msg.container_id
+                )))
+            });
+        };
+        let (nm, timeout) = (self.nm(&host), self.config.ask_timeout);
+        Box::pin(async move {
+            nm.ask(
+                ReadContainerOutput {
+                    container_id: msg.container_id,
+                },
+                timeout,
+            )
+            .await
+            .unwrap_or_else(|e| {
+                Err(YarnError::Other(format!(
+                    "cannot read the output from {host}: {e}"
+                )))
+            })
+        })
+    }
+}
+
+impl Handler<RegisterApplicationMaster> for ResourceManager {
+    type Result = Result<RegisterResponse, YarnError>;
+
+    fn handle(&mut self, msg: RegisterApplicationMaster, _: &mut Context<Self>) -> Self::Result {
+        let app_id = msg.attempt_id.app;
+        let response = {
+            let mut st = self.state.lock();
+            let maximum = st.scheduler.maximum_allocation();
+            let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
+            attempt.registered = true;
+            attempt.host = Some(msg.host.clone());
+            attempt.rpc_port = Some(msg.rpc_port);
+            attempt.tracking_url = Some(msg.tracking_url.clone());
+            let app = st
+                .apps
+                .get_mut(&app_id)
+                .ok_or(YarnError::ApplicationNotFound(app_id))?;
+            Self::set_state(app, YarnApplicationState::Running);
+            tracing::info!(
+                app_id = %app_id,
+                attempt = msg.attempt_id.attempt,
+                "ApplicationMaster registered for {} from host {}",
+                msg.attempt_id,
+                msg.host
+            );
+            RegisterResponse {
+                maximum_capability: maximum,
+                queue: app.ctx.queue.clone(),
+            }
+        };
+        self.notify(app_id);
+        Ok(response)
+    }
+}
+
+impl Handler<Allocate> for ResourceManager {
+    type Result = Result<AllocateResponse, YarnError>;
+
+    fn handle(&mut self, msg: Allocate, _: &mut Context<Self>) -> Self::Result {
+        let (response, released) = {
+            let mut st = self.state.lock();
+            let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
+            if !attempt.registered {
+                return Err(YarnError::NotRegistered(msg.attempt_id));
+            }
+            let released: Vec<ContainerId> = msg
+                .releases
+                .iter()
+                .filter(|c| attempt.containers.contains(c))
+                .copied()
+                .collect();
+            attempt.released.extend(released.iter().copied());
+            let completed = std::mem::take(&mut attempt.completed);
+            let granted = st.scheduler.allocate(msg.attempt_id, &msg.asks, &msg.blacklist)?;
+            let RmState {
+                apps,
+                scheduler,
+                container_hosts,
+                ..
+            } = &mut *st;
+            if let Some(attempt) = apps.get_mut(&msg.attempt_id.app).and_then(|a| a.current_mut()) {
+                for c in &granted {
+                    attempt.containers.insert(c.id);
+                    container_hosts.insert(c.id, c.node.clone());
+                }
+            }
+            if !granted.is_empty() {
+                tracing::info!(
+                    app_id = %msg.attempt_id.app,
+                    granted = granted.len() as u64,
+                    asks = msg.asks.len() as u64,
+                    "Allocated {} container(s) for {} ({} outstanding request(s))",
+                    granted.len(),
+                    msg.attempt_id,
+                    msg.asks.len()
+                );
+            }
+            (
+                AllocateResponse {
+                    response_id: msg.response_id + 1,
+                    allocated: granted,
+                    completed,
+                    num_cluster_nodes: scheduler.num_nodes(),
+                    available: scheduler.available(),
+                },
+                released,
+            )
+        };
+        if !released.is_empty() {
+            self.stop_containers(released, StopRequester::ApplicationMaster);
+        }
+        Ok(response)
+    }
+}
+
+impl Handler<FinishApplicationMaster> for ResourceManager {
+    type Result = Result<(), YarnError>;
+
+    fn handle(&mut self, msg: FinishApplicationMaster, _: &mut Context<Self>) -> Self::Result {
+        let app_id = msg.attempt_id.app;
+        {
+            let mut st = self.state.lock();
+            let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
+            attempt.unregistered = Some((msg.final_status, msg.diagnostics.clone()));
+            if let Some(app) = st.apps.get_mut(&app_id) {
+                app.final_status = msg.final_status;
+                app.diagnostics = msg.diagnostics.clone();
+            }
+        }
+        tracing::info!(
+            app_id = %app_id,
+            final_status = %msg.final_status,
+            "ApplicationMaster of {} unregistered with final status {}",
+            msg.attempt_id,
+            msg.final_status
+        );
+        self.notify(app_id);
+        Ok(())
+    }
+}
+
+impl Handler<NodeStatusUpdate> for ResourceManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: NodeStatusUpdate, _: &mut Context<Self>) {
+        for status in msg.completed {
+            self.container_completed(status);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults() {
+        let c = RmConfig::from_conf(&SparkConf::new());
+        assert_eq!(c.queues, vec!["default".to_string()]);
+        assert_eq!(c.max_attempts, 2);
+        assert_eq!(c.maximum_allocation, Resource::new(8192, 4));
+    }
+}
