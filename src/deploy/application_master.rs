@@ -181,7 +181,7 @@ impl ApplicationMaster {
     }
 
     fn child_path(&self, seg: &str) -> ActorPath {
-        ActorPath::parse(&format!("{}/{seg}", self.am_sup)).unwrap_or_else(|_| self.am_sup.clone())
+        ActorPath::from_trusted(format!("{}/{seg}", self.am_sup))
     }
 
     /// `maxAppAttempts = min(spark.yarn.maxAppAttempts?, yarn.resourcemanager.am.max-attempts)`.
@@ -329,7 +329,7 @@ impl ApplicationMaster {
             AmMode::Cluster => self.driver.as_ref().map(|d| d.driver_endpoint.clone()),
             AmMode::Client => driver_yse
                 .parent()
-                .and_then(|p| ActorPath::parse(&format!("{p}/driver-endpoint")).ok()),
+                .map(|p| ActorPath::from_trusted(format!("{p}/driver-endpoint"))),
         }
         .unwrap_or_else(|| driver_yse.clone());
         let config = AllocatorConfig::from_conf(&conf, attempt, &self.ctx.container.node, driver_endpoint);

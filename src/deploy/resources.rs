@@ -20,8 +20,7 @@ impl ContainerMemory {
     }
 }
 
-fn memory(conf: &SparkConf, mem: u64, explicit: Option<u64>, factor: f64, min: u64) -> ContainerMemory {
-    let _ = conf;
+fn memory(mem: u64, explicit: Option<u64>, factor: f64, min: u64) -> ContainerMemory {
     let memory_mb = mem / MIB;
     let overhead_mb = match explicit {
         Some(bytes) => bytes / MIB,
@@ -36,7 +35,6 @@ fn memory(conf: &SparkConf, mem: u64, explicit: Option<u64>, factor: f64, min: u
 /// An executor container's memory.
 pub fn executor_memory(conf: &SparkConf) -> ContainerMemory {
     memory(
-        conf,
         conf.get(&conf::EXECUTOR_MEMORY).unwrap_or(1 << 30),
         conf.get(&conf::EXECUTOR_MEMORY_OVERHEAD).ok().flatten(),
         conf.get(&conf::EXECUTOR_MEMORY_OVERHEAD_FACTOR).unwrap_or(0.1),
@@ -47,7 +45,6 @@ pub fn executor_memory(conf: &SparkConf) -> ContainerMemory {
 /// The AM container's memory in cluster mode (the driver's).
 pub fn driver_memory(conf: &SparkConf) -> ContainerMemory {
     memory(
-        conf,
         conf.get(&conf::DRIVER_MEMORY).unwrap_or(1 << 30),
         conf.get(&conf::DRIVER_MEMORY_OVERHEAD).ok().flatten(),
         conf.get(&conf::DRIVER_MEMORY_OVERHEAD_FACTOR).unwrap_or(0.1),
