@@ -642,3 +642,30 @@ async fn the_application_tree_while_running() {
     .await;
     let _ = ActorPath::parse("/node").unwrap();
 }
+
+#[actix_rt::test]
+async fn an_executor_ask_above_the_maximum_vcores_is_refused_by_yarn_and_fails_the_attempt() {
+    let node = node(three_nodes()).await;
+    // The Client checks memory only (as Spark's does); YARN refuses the vcores in Allocate,
+    // and the AM's first allocation throws: an uncaught exception, exit 10.
+    let outcome = run(
+        &node,
+        args(
+            conf(&[("spark.executor.cores", "5"), ("spark.yarn.maxAppAttempts", "1")]),
+            &[],
+        ),
+    )
+    .await;
+    let report = outcome.report.clone().unwrap();
+    assert_eq!(
+        (report.state, report.final_status),
+        (YarnApplicationState::Finished, FinalApplicationStatus::Failed)
+    );
+    assert!(
+        report.diagnostics.starts_with("Uncaught exception: Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[vcores], Requested resource=<memory:1408, vCores:5>, maximum allowed allocation=<memory:8192, vCores:4>"),
+        "{}",
+        report.diagnostics
+    );
+    let m = msgs(&node);
+    find_after(&m, 0, "Final app status: FAILED, exitCode: 10");
+}

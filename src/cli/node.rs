@@ -29,6 +29,8 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
     let system = actix::System::new();
     system.block_on(async move {
         let cluster = Cluster::builder().log_dir(&log_dir).node(&hostname).build()?;
+        // Handle Ctrl-C and SIGTERM from before the readiness line on.
+        let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
         start_node(&cluster, &conf, &nodes, &hostname, Some(Arc::new(listener)))?;
         wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
         let hosts: Vec<&str> = nodes.iter().map(|n| n.host.as_str()).collect();
@@ -43,26 +45,39 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
             );
             let _ = out.flush();
         }
-        wait_for_signal().await;
+        signals.wait().await;
         tracing::info!("Stopping the node: containers first, then the NodeManagers and the ResourceManager");
         cluster.shutdown(Duration::from_secs(30)).await;
         Ok(0)
     })
 }
 
-/// Ctrl-C or SIGTERM.
-async fn wait_for_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let term = async move {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending::<()>().await,
+/// Ctrl-C and SIGTERM, registered at once (a signal that arrives before anyone waits is
+/// kept, not lost to the default action).
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for the next of the two.
+    pub async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+    }
+
+    /// Waits for the first of the two.
+    pub async fn wait(mut self) {
+        self.recv().await
     }
 }

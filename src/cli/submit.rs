@@ -125,11 +125,18 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String>
         );
         cluster.start_root("submit", spec).map_err(|e| e.to_string())?;
         let submit = cluster.endpoint::<SparkSubmit>(&ActorPath::from_trusted("/submit/spark-submit".into()));
-        actix::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = submit.tell(Interrupt);
+        match super::node::Signals::install() {
+            Ok(mut signals) => {
+                actix::spawn(async move {
+                    signals.recv().await;
+                    let _ = submit.tell(Interrupt);
+                    signals.recv().await;
+                    eprintln!("sparkyard submit: interrupted again: exiting without waiting for the application to end");
+                    std::process::exit(crate::deploy::spark_submit::INTERRUPTED_EXIT_STATUS);
+                });
             }
-        });
+            Err(e) => tracing::warn!("cannot install signal handlers: {e}; Ctrl-C will not kill the application"),
+        }
         let code = rx.await.unwrap_or(1);
         cluster.shutdown(Duration::from_secs(10)).await;
         Ok(code)
