@@ -90,21 +90,42 @@ impl Handler<RegisterClusterManager> for YarnSchedulerEndpoint {
     }
 }
 
-impl Handler<RequestExecutors> for YarnSchedulerEndpoint {
-    type Result = ResponseFuture<Result<bool, String>>;
-
-    fn handle(&mut self, msg: RequestExecutors, _: &mut Context<Self>) -> Self::Result {
+impl YarnSchedulerEndpoint {
+    /// Forwards an executor request or kill to the AM; `false` with Spark's warning while no
+    /// AM has registered.
+    fn forward_to_am<M>(
+        &self,
+        msg: M,
+        name: &'static str,
+        before_am: &'static str,
+    ) -> ResponseFuture<Result<bool, String>>
+    where
+        M: Message<Result = Result<bool, String>> + Send + 'static,
+        AmEndpoint: Handler<M>,
+    {
         let Some(am) = self.am() else {
-            tracing::warn!("Attempted to request executors before the AM has registered!");
+            tracing::warn!("{before_am}");
             return Box::pin(async { Ok(false) });
         };
         let timeout = self.ask_timeout;
         Box::pin(async move {
             am.ask(msg, timeout).await.unwrap_or_else(|e| {
-                tracing::warn!("Sending RequestExecutors to AM was unsuccessful: {e}");
+                tracing::warn!("Sending {name} to AM was unsuccessful: {e}");
                 Err(e.to_string())
             })
         })
+    }
+}
+
+impl Handler<RequestExecutors> for YarnSchedulerEndpoint {
+    type Result = ResponseFuture<Result<bool, String>>;
+
+    fn handle(&mut self, msg: RequestExecutors, _: &mut Context<Self>) -> Self::Result {
+        self.forward_to_am(
+            msg,
+            "RequestExecutors",
+            "Attempted to request executors before the AM has registered!",
+        )
     }
 }
 
@@ -112,17 +133,11 @@ impl Handler<KillExecutors> for YarnSchedulerEndpoint {
     type Result = ResponseFuture<Result<bool, String>>;
 
     fn handle(&mut self, msg: KillExecutors, _: &mut Context<Self>) -> Self::Result {
-        let Some(am) = self.am() else {
-            tracing::warn!("Attempted to kill executors before the AM has registered!");
-            return Box::pin(async { Ok(false) });
-        };
-        let timeout = self.ask_timeout;
-        Box::pin(async move {
-            am.ask(msg, timeout).await.unwrap_or_else(|e| {
-                tracing::warn!("Sending KillExecutors to AM was unsuccessful: {e}");
-                Err(e.to_string())
-            })
-        })
+        self.forward_to_am(
+            msg,
+            "KillExecutors",
+            "Attempted to kill executors before the AM has registered!",
+        )
     }
 }
 
