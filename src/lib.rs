@@ -16,6 +16,7 @@ pub mod context;
 pub mod deploy;
 pub mod executor;
 pub mod logs;
+pub mod rdd;
 pub mod rpc;
 pub mod runtime;
 pub mod scheduler;
