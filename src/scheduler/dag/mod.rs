@@ -1,0 +1,28 @@
+//! The DAGScheduler (Spark's `DAGScheduler`) as a pure state machine: [`DagEvent`]s in,
+//! [`DagAction`]s out, time passed in as milliseconds. No actors, threads or clock reads;
+//! the driver's scheduler actor owns a [`DagScheduler`], feeds it the TaskScheduler's
+//! callbacks and job submissions, and carries out what it asks (submit a task set, kill
+//! tasks, post a listener event, arm the 200 ms resubmit timer, complete a job's waiter).
+//!
+//! - [`core`]: the event handlers (jobs, stage creation and submission, task completion,
+//!   fetch failures, executor loss, aborts and cancellation).
+//! - `stage`, `job`: stages with their attempts, active jobs with their results.
+//! - [`map_output_tracker`]: where each shuffle's map outputs are, and the epoch.
+//! - [`protocol`]: the events and actions; [`config`]: the settings with Spark's defaults.
+
+pub mod config;
+pub mod core;
+mod job;
+pub mod map_output_tracker;
+pub mod protocol;
+mod stage;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::config::{DagConfig, RESUBMIT_TIMEOUT_MS};
+pub use self::core::{DagScheduler, CANCEL_ALL_JOBS_REASON, STAGE_FINISHED_REASON};
+pub use self::map_output_tracker::{
+    MapOutputTracker, REDUCER_PREF_LOCS_FRACTION, SHUFFLE_PREF_MAP_THRESHOLD, SHUFFLE_PREF_REDUCE_THRESHOLD,
+};
+pub use self::protocol::{DagAction, DagEvent};

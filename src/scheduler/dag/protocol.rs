@@ -1,0 +1,107 @@
+//! What goes into the DAGScheduler core ([`DagEvent`], Spark's `DAGSchedulerEvent`) and what
+//! comes out of it ([`DagAction`]): task sets to submit, kills, listener events, a timer to
+//! arm, and finished jobs.
+
+use std::sync::Arc;
+
+use crate::rdd::{Lineage, RddId, ResultFunc, Value};
+use crate::scheduler::events::{SparkListenerEvent, TaskEndReason, TaskInfo};
+use crate::scheduler::loss_reason::ExecutorLossReason;
+use crate::scheduler::task::TaskResult;
+use crate::scheduler::task_set::TaskSet;
+
+/// An event for the DAGScheduler (Spark's `DAGSchedulerEvent`).
+// CompletionEvent carries a whole TaskInfo, TaskEndReason and result; boxing it would cost
+// an allocation on the hottest path, so the size difference is accepted.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum DagEvent {
+    /// A job: compute `partitions` of `rdd` (described by `lineage`) and apply `func` to
+    /// each. `job_id` comes from [`super::DagScheduler::next_job_id`].
+    JobSubmitted {
+        job_id: u32,
+        lineage: Arc<Lineage>,
+        rdd: RddId,
+        partitions: Vec<u32>,
+        func: ResultFunc,
+        /// `count at MapCount`.
+        call_site: String,
+        properties: Vec<(String, String)>,
+    },
+    /// A task attempt was launched (→ SparkListenerTaskStart).
+    BeginEvent {
+        stage_id: u32,
+        stage_attempt_id: u32,
+        task_info: TaskInfo,
+    },
+    /// A task attempt ended.
+    CompletionEvent {
+        task_id: u64,
+        stage_id: u32,
+        stage_attempt_id: u32,
+        /// The task's index in its task set.
+        index: u32,
+        partition_id: u32,
+        is_shuffle_map: bool,
+        reason: TaskEndReason,
+        task_info: TaskInfo,
+        /// The result of a successful attempt.
+        result: Option<TaskResult>,
+    },
+    /// The TaskScheduler gave up on a task set (too many failures, result too big, ...).
+    TaskSetFailed {
+        stage_id: u32,
+        stage_attempt_id: u32,
+        message: String,
+    },
+    ExecutorAdded {
+        executor_id: String,
+        host: String,
+    },
+    ExecutorLost {
+        executor_id: String,
+        reason: ExecutorLossReason,
+    },
+    /// Sent back by the caller [`RESUBMIT_TIMEOUT_MS`](super::RESUBMIT_TIMEOUT_MS) after a
+    /// [`DagAction::ScheduleResubmit`].
+    ResubmitFailedStages,
+    /// A task became speculatable (→ SparkListenerSpeculativeTaskSubmitted).
+    SpeculativeTaskSubmitted {
+        stage_id: u32,
+        stage_attempt_id: u32,
+        index: u32,
+    },
+    /// Cancel one job (`reason` completes "Job <id> cancelled <reason>").
+    JobCancelled {
+        job_id: u32,
+        reason: Option<String>,
+    },
+    /// Cancel every active job (default reason "as part of cancellation of all jobs").
+    AllJobsCancelled {
+        reason: Option<String>,
+    },
+}
+
+/// What the core asks its caller to do, in order.
+// Post carries a listener event by value (one per task event); boxing it would add an
+// allocation per task, so the size difference is accepted.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum DagAction {
+    /// Give the task set to the TaskScheduler and revive offers.
+    SubmitTasks(TaskSet),
+    /// Kill every running attempt of the stage's task sets (speculative or zombie copies
+    /// after the stage finished).
+    KillAllTaskAttempts { stage_id: u32, reason: String },
+    /// Cancel the stage's task sets: kill their running attempts and abort them.
+    CancelTasks { stage_id: u32, reason: String },
+    /// Post on the listener bus.
+    Post(SparkListenerEvent),
+    /// Send [`DagEvent::ResubmitFailedStages`] back after `delay_ms`.
+    ScheduleResubmit { delay_ms: u64 },
+    /// A job ended: its values, one per requested partition in order, or why it failed.
+    JobEnded {
+        job_id: u32,
+        result: Result<Vec<Value>, String>,
+    },
+}

@@ -1,0 +1,159 @@
+//! What the DAGScheduler hands the TaskScheduler (TaskSet, one TaskSpec per task) and what
+//! the TaskScheduler hands back (TaskLaunch decisions, SchedulerEvents), in Spark's terms.
+//! The stage binary travels as opaque bytes (`TaskBinary`): the schedulers never look
+//! inside it; the DriverEndpoint puts it into each TaskDescription.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::events::{TaskEndReason, TaskInfo, TaskLocality};
+use super::loss_reason::ExecutorLossReason;
+
+/// Where a task would like to run (Spark's TaskLocation: HostTaskLocation or
+/// ExecutorCacheTaskLocation).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskLocation {
+    Host(String),
+    Executor { host: String, executor_id: String },
+}
+
+impl TaskLocation {
+    pub fn host(&self) -> &str {
+        match self {
+            TaskLocation::Host(h) | TaskLocation::Executor { host: h, .. } => h,
+        }
+    }
+}
+
+/// One task of a task set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// Its index in the task set (0..n).
+    pub index: u32,
+    /// The RDD partition it computes.
+    pub partition_id: u32,
+    pub preferred_locations: Vec<TaskLocation>,
+}
+
+/// The encoded stage binary and, for a stage that starts from a parallelized collection,
+/// each task's encoded slice (by task index).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskBinary {
+    pub stage_bytes: Vec<u8>,
+    pub slices: Vec<Option<Vec<u8>>>,
+}
+
+/// A stage attempt's tasks (Spark's TaskSet).
+#[derive(Clone, Debug)]
+pub struct TaskSet {
+    pub stage_id: u32,
+    pub stage_attempt_id: u32,
+    /// The job that submitted it: FIFO order is by job id, then stage id.
+    pub job_id: u32,
+    /// ShuffleMapTasks (true) or ResultTasks (false).
+    pub is_shuffle_map: bool,
+    pub tasks: Vec<TaskSpec>,
+    pub binary: Arc<TaskBinary>,
+    pub properties: Vec<(String, String)>,
+}
+
+impl TaskSet {
+    /// `<stage>.<attempt>`, as Spark names task sets.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.stage_id, self.stage_attempt_id)
+    }
+}
+
+/// An executor's free cores offered to the scheduler (Spark's WorkerOffer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerOffer {
+    pub executor_id: String,
+    pub host: String,
+    pub cores: u32,
+}
+
+/// A task the scheduler decided to launch (what becomes a TaskDescription).
+#[derive(Clone, Debug)]
+pub struct TaskLaunch {
+    pub task_id: u64,
+    pub executor_id: String,
+    pub host: String,
+    pub stage_id: u32,
+    pub stage_attempt_id: u32,
+    pub job_id: u32,
+    pub index: u32,
+    pub partition_id: u32,
+    pub attempt_number: u32,
+    pub locality: TaskLocality,
+    pub speculative: bool,
+    pub cpus: u32,
+    /// `task <index>.<attempt> in stage <stage>.<stageAttempt> (TID <tid>)`.
+    pub name: String,
+    pub binary: Arc<TaskBinary>,
+}
+
+/// A task's state change as the executor reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskUpdate {
+    Running,
+    /// FINISHED; `result_size` is the encoded result's size in bytes.
+    Finished {
+        result_size: u64,
+    },
+    /// FAILED, KILLED or LOST with why.
+    Failed(TaskEndReason),
+    Killed(TaskEndReason),
+    Lost(TaskEndReason),
+}
+
+/// What the TaskScheduler tells the DAGScheduler and the backend (drained by the caller
+/// after each call).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SchedulerEvent {
+    /// An executor was offered for the first time (dagScheduler.executorAdded).
+    ExecutorAdded { executor_id: String, host: String },
+    /// An executor is gone (dagScheduler.executorLost).
+    ExecutorLost {
+        executor_id: String,
+        reason: ExecutorLossReason,
+    },
+    /// A task was launched (dagScheduler.taskStarted → SparkListenerTaskStart).
+    TaskStarted {
+        stage_id: u32,
+        stage_attempt_id: u32,
+        task_info: TaskInfo,
+    },
+    /// A task attempt ended (dagScheduler.taskEnded → CompletionEvent).
+    TaskEnded {
+        task_id: u64,
+        stage_id: u32,
+        stage_attempt_id: u32,
+        index: u32,
+        partition_id: u32,
+        is_shuffle_map: bool,
+        reason: TaskEndReason,
+        task_info: TaskInfo,
+    },
+    /// A task set was aborted (dagScheduler.taskSetFailed).
+    TaskSetFailed {
+        stage_id: u32,
+        stage_attempt_id: u32,
+        message: String,
+    },
+    /// A task became speculatable (dagScheduler.speculativeTaskSubmitted).
+    SpeculativeTaskSubmitted {
+        stage_id: u32,
+        stage_attempt_id: u32,
+        index: u32,
+    },
+    /// Kill a running attempt (backend.killTask).
+    KillTask {
+        task_id: u64,
+        executor_id: String,
+        interrupt_thread: bool,
+        reason: String,
+    },
+    /// Offer resources again (backend.reviveOffers).
+    ReviveOffers,
+}
