@@ -500,6 +500,9 @@ keys! {
     /// writes plain JSON lines by default, so its default is false.
     EVENT_LOG_COMPRESS: BoolEntry = ConfEntry::new("spark.eventLog.compress", BoolKind, "false");
 
+    /// Whether a finished event log of the same application may be replaced.
+    EVENT_LOG_OVERWRITE: BoolEntry = ConfEntry::new("spark.eventLog.overwrite", BoolKind, "false");
+
     // ---------------------------------------------------------------- dynamic allocation
 
     /// Whether executors are added and removed with the workload.

@@ -1,9 +1,16 @@
-//! The driver's subtree: where its endpoints live and how it starts and stops.
+//! The driver's subtree: where its actors live and how it starts and stops.
 //!
-//! `<parent>/driver` is a supervisor (one_for_one) with `driver-endpoint` (DriverEndpoint)
-//! and `yarn-scheduler-endpoint` (YarnSchedulerEndpoint); `<parent>` is the AM's supervisor
-//! in cluster mode and `/submit` in client mode. The endpoints' backend state is kept by the
-//! child specs, so a restarted endpoint keeps its executors and its AM.
+//! `<parent>/driver` is a supervisor (one_for_one) with, in start order:
+//! - `listener-bus` (LiveListenerBus): SparkListener events to the listeners;
+//! - `dag-scheduler` (DAGScheduler's event loop): jobs, stages, the map output tracker;
+//! - `driver-endpoint` (DriverEndpoint): executors, offers, task launches, status updates;
+//! - `yarn-scheduler-endpoint` (YarnSchedulerEndpoint): the AM's side of the driver;
+//! - `revive-timer`: ReviveOffers every `spark.scheduler.revive.interval`.
+//!
+//! `<parent>` is the AM's supervisor in cluster mode and `/submit` in client mode. State
+//! that must outlive a restart is kept by the child specs: the executor map, the
+//! TaskSchedulerImpl (shared by the DAGScheduler and the DriverEndpoint, as Spark's
+//! synchronized object is), the DAGScheduler's core and waiters, the bus's listeners.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +20,14 @@ use crate::runtime::supervisor::TerminateChild;
 use crate::runtime::{
     ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, Supervisor, SupervisorSpec,
 };
-use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverState};
+use crate::scheduler::dag::{DagConfig, DagScheduler};
+use crate::scheduler::dag_scheduler::{DAGScheduler, DagState};
+use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverLinks, DriverState};
+use crate::scheduler::listener_bus::{BusCounters, BusState, ListenerBusRef, LiveListenerBus, StopBus};
 use crate::scheduler::messages::{RequestExecutors, StopExecutors};
+use crate::scheduler::revive_timer::ReviveTimer;
+use crate::scheduler::task_scheduler::{RackResolver, TaskSchedulerConfig, TaskSchedulerImpl};
+use crate::scheduler::task_set_manager::SpeculationConfig;
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 
 /// The driver supervisor's path segment.
@@ -25,8 +38,11 @@ pub const DRIVER_SEGMENT: &str = "driver";
 pub struct DriverPaths {
     pub parent: ActorPath,
     pub driver: ActorPath,
+    pub listener_bus: ActorPath,
+    pub dag_scheduler: ActorPath,
     pub driver_endpoint: ActorPath,
     pub yarn_scheduler: ActorPath,
+    pub revive_timer: ActorPath,
 }
 
 impl DriverPaths {
@@ -38,46 +54,151 @@ impl DriverPaths {
             |seg: &str| ActorPath::parse(&format!("{driver}/{seg}")).unwrap_or_else(|_| driver.clone());
         DriverPaths {
             parent: parent.clone(),
+            listener_bus: child("listener-bus"),
+            dag_scheduler: child("dag-scheduler"),
             driver_endpoint: child("driver-endpoint"),
             yarn_scheduler: child("yarn-scheduler-endpoint"),
+            revive_timer: child("revive-timer"),
             driver,
         }
     }
 }
 
-/// The child spec of the driver supervisor.
-pub fn driver_spec(conf: &Arc<SparkConf>, paths: &DriverPaths) -> ChildSpec {
+/// The TaskSchedulerImpl's settings from the configuration (Spark's defaults where unset).
+pub fn task_scheduler_config(conf: &SparkConf) -> TaskSchedulerConfig {
+    let d = TaskSchedulerConfig::default();
+    let s = SpeculationConfig::default();
+    let ms = |e: &conf::TimeEntry, dflt: u64| conf.get(e).map(|v| v.as_millis() as u64).unwrap_or(dflt);
+    TaskSchedulerConfig {
+        max_task_failures: conf.get(&conf::TASK_MAX_FAILURES).unwrap_or(d.max_task_failures),
+        cpus_per_task: conf.get(&conf::CPUS_PER_TASK).unwrap_or(d.cpus_per_task),
+        locality_wait_process_ms: ms(&conf::LOCALITY_WAIT_PROCESS, d.locality_wait_process_ms),
+        locality_wait_node_ms: ms(&conf::LOCALITY_WAIT_NODE, d.locality_wait_node_ms),
+        locality_wait_rack_ms: ms(&conf::LOCALITY_WAIT_RACK, d.locality_wait_rack_ms),
+        legacy_locality_reset: conf
+            .get(&conf::LEGACY_LOCALITY_WAIT_RESET)
+            .unwrap_or(d.legacy_locality_reset),
+        max_result_size: conf.get(&conf::MAX_RESULT_SIZE).unwrap_or(d.max_result_size),
+        speculation: SpeculationConfig {
+            enabled: conf.get(&conf::SPECULATION_ENABLED).unwrap_or(s.enabled),
+            interval_ms: ms(&conf::SPECULATION_INTERVAL, s.interval_ms),
+            multiplier: conf.get(&conf::SPECULATION_MULTIPLIER).unwrap_or(s.multiplier),
+            quantile: conf.get(&conf::SPECULATION_QUANTILE).unwrap_or(s.quantile),
+            min_task_runtime_ms: ms(&conf::SPECULATION_MIN_THRESHOLD, s.min_task_runtime_ms),
+            duration_threshold_ms: conf
+                .get(&conf::SPECULATION_TASK_DURATION_THRESHOLD)
+                .ok()
+                .flatten()
+                .map(|d| d.as_millis() as u64),
+            efficiency_enabled: conf
+                .get(&conf::SPECULATION_EFFICIENCY_ENABLE)
+                .unwrap_or(s.efficiency_enabled),
+            process_rate_multiplier: conf
+                .get(&conf::SPECULATION_EFFICIENCY_TASK_PROCESS_RATE_MULTIPLIER)
+                .unwrap_or(s.process_rate_multiplier),
+            long_run_task_factor: conf
+                .get(&conf::SPECULATION_EFFICIENCY_TASK_DURATION_FACTOR)
+                .unwrap_or(s.long_run_task_factor),
+        },
+        executor_cores: conf
+            .get_str("spark.executor.cores")
+            .and(conf.get(&conf::EXECUTOR_CORES).ok()),
+        external_shuffle_service: conf.get(&conf::SHUFFLE_SERVICE_ENABLED).unwrap_or(false),
+    }
+}
+
+/// The rack of each host the configuration names (`yarn.sparkyard.nodemanager.<host>`).
+fn rack_resolver(conf: &SparkConf) -> RackResolver {
+    let racks: std::collections::HashMap<String, String> = conf::node_managers(conf)
+        .map(|nodes| nodes.into_iter().map(|n| (n.host, n.rack)).collect())
+        .unwrap_or_default();
+    Box::new(move |host: &str| racks.get(host).cloned())
+}
+
+/// The child spec of the driver supervisor, and the handle the SparkContext posts its own
+/// listener events through.
+pub fn driver_spec(
+    conf: &Arc<SparkConf>,
+    paths: &DriverPaths,
+    cluster: &Cluster,
+) -> (ChildSpec, ListenerBusRef) {
     let supervision = Supervision::from_conf(conf).unwrap_or_default();
     let ask_timeout = conf
         .get(&conf::RPC_ASK_TIMEOUT)
         .unwrap_or(Duration::from_secs(120));
+    let revive_interval = conf
+        .get(&conf::SCHEDULER_REVIVE_INTERVAL)
+        .unwrap_or(Duration::from_secs(1));
+    let capacity = conf
+        .get(&conf::LISTENER_BUS_EVENT_QUEUE_CAPACITY)
+        .unwrap_or(10_000) as usize;
+    let counters = Arc::new(BusCounters::default());
+    let bus = ListenerBusRef::new(cluster.endpoint(&paths.listener_bus), counters.clone(), capacity);
+    let seed = cluster.clock().epoch_millis();
+    let links = DriverLinks {
+        yarn_scheduler: paths.yarn_scheduler.clone(),
+        dag_scheduler: paths.dag_scheduler.clone(),
+        task_scheduler: Kept::new(TaskSchedulerImpl::new(
+            task_scheduler_config(conf),
+            rack_resolver(conf),
+            seed,
+        )),
+        bus: bus.clone(),
+    };
+    let dag_config = DagConfig::from_lookup(|k| conf.get_str(k));
+    let dag_state = Kept::new(DagState {
+        core: DagScheduler::new(dag_config),
+        waiters: Default::default(),
+    });
+    let bus_state = Kept::new(BusState::default());
     let driver_state = Kept::new(DriverState::default());
     let am = Kept::new(None);
     let (conf, paths) = (conf.clone(), paths.clone());
-    ChildSpec::supervisor(DRIVER_SEGMENT, move || {
-        let (c, yse, st) = (conf.clone(), paths.yarn_scheduler.clone(), driver_state.clone());
-        let (de, am) = (paths.driver_endpoint.clone(), am.clone());
+    let spec = ChildSpec::supervisor(DRIVER_SEGMENT, move || {
+        let (bs, bc) = (bus_state.clone(), counters.clone());
+        let (ds, ts, de, dbus) = (
+            dag_state.clone(),
+            links.task_scheduler.clone(),
+            paths.driver_endpoint.clone(),
+            links.bus.clone(),
+        );
+        let (c, l, st) = (conf.clone(), links.clone(), driver_state.clone());
+        let (de2, am) = (paths.driver_endpoint.clone(), am.clone());
+        let de3 = paths.driver_endpoint.clone();
         SupervisorSpec::new(Strategy::OneForOne)
             .supervision(&supervision)
+            .child(ChildSpec::worker("listener-bus", move |_, me| {
+                LiveListenerBus::new(me, bs.clone(), bc.clone())
+            }))
+            .child(ChildSpec::worker("dag-scheduler", move |_, me| {
+                DAGScheduler::new(me, ds.clone(), ts.clone(), de.clone(), dbus.clone())
+            }))
             .child(ChildSpec::worker("driver-endpoint", move |_, me| {
-                DriverEndpoint::new(me, c.clone(), yse.clone(), st.clone())
+                DriverEndpoint::new(me, c.clone(), l.clone(), st.clone())
             }))
             .child(ChildSpec::worker("yarn-scheduler-endpoint", move |_, me| {
-                YarnSchedulerEndpoint::new(me, de.clone(), am.clone(), ask_timeout)
+                YarnSchedulerEndpoint::new(me, de2.clone(), am.clone(), ask_timeout)
+            }))
+            .child(ChildSpec::worker("revive-timer", move |_, me| {
+                ReviveTimer::new(me, de3.clone(), revive_interval)
             }))
     })
-    .restart(crate::runtime::Restart::Temporary)
+    .restart(crate::runtime::Restart::Temporary);
+    (spec, bus)
 }
 
 /// SparkContext.stop's effect on the cluster side: the executor target goes to 0 (so the
-/// AM cancels its requests and replaces nobody), every executor is told to stop, and the
-/// driver's subtree stops. Each step is bounded by `bound`; a step whose actor is already
-/// gone is skipped.
+/// AM cancels its requests and replaces nobody), every executor is told to stop, the
+/// listener bus delivers what it holds and stops its listeners (the event log is renamed),
+/// and the driver's subtree stops. Each step is bounded by `bound`; a step whose actor is
+/// already gone is skipped.
 pub async fn stop_driver(cluster: &Cluster, paths: &DriverPaths, bound: Duration) {
     let yse = cluster.endpoint::<YarnSchedulerEndpoint>(&paths.yarn_scheduler);
     let _ = yse.ask(RequestExecutors::default(), bound).await;
     let de = cluster.endpoint::<DriverEndpoint>(&paths.driver_endpoint);
     let _ = de.ask(StopExecutors, bound).await;
+    let bus = cluster.endpoint::<LiveListenerBus>(&paths.listener_bus);
+    let _ = bus.ask(StopBus, bound).await;
     let sup = cluster.endpoint::<Supervisor>(&paths.parent);
     let _ = sup.ask(TerminateChild(DRIVER_SEGMENT.to_string()), bound).await;
 }

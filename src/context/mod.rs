@@ -13,6 +13,7 @@
 //! `spark.scheduler.maxRegisteredResourcesWaitingTime` has passed.
 
 mod driver;
+mod jobs;
 mod output;
 
 use std::fmt;
@@ -20,15 +21,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use driver::{driver_spec, stop_driver, DriverPaths, DRIVER_SEGMENT};
+pub use driver::{driver_spec, stop_driver, task_scheduler_config, DriverPaths, DRIVER_SEGMENT};
+pub use jobs::DriverJobRunner;
 pub use output::OutputSink;
 
 use crate::conf::{self, SparkConf};
+use crate::rdd::api::{self as rdd_api, JobError, JobRunner, Rdd};
+use crate::rdd::Value;
 use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::{ActorPath, CancelToken, Cancelled, Cluster, Supervisor};
 use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::event_logging_listener::EventLoggingListener;
+use crate::scheduler::events::SparkListenerEvent;
+use crate::scheduler::listener_bus::{AddListener, ListenerBusRef, LiveListenerBus, SparkListener};
 use crate::scheduler::messages::{ExecutorSummary, GetExecutors};
 
 /// How an application's `main` failed: Spark's exception, or SparkUserAppException's
@@ -51,6 +58,12 @@ impl fmt::Display for AppError {
 }
 
 impl std::error::Error for AppError {}
+
+impl From<JobError> for AppError {
+    fn from(e: JobError) -> Self {
+        AppError::Exception(e.to_string())
+    }
+}
 
 impl From<Cancelled> for AppError {
     fn from(c: Cancelled) -> Self {
@@ -87,6 +100,8 @@ pub trait ClientLauncher: Send + Sync + fmt::Debug {
 /// Everything an application's `main` is given.
 #[derive(Clone, Debug)]
 pub struct AppEnv {
+    /// The application's main class (`org.apache.spark.examples.SparkPi`).
+    pub(crate) class_name: String,
     pub(crate) args: Vec<String>,
     pub(crate) conf: Arc<SparkConf>,
     pub(crate) cluster: Cluster,
@@ -106,6 +121,10 @@ impl AppEnv {
     /// The application's configuration.
     pub fn conf(&self) -> &SparkConf {
         &self.conf
+    }
+    /// The main class's name.
+    pub fn class_name(&self) -> &str {
+        &self.class_name
     }
     /// Writes a line of application output: to the driver container's stdout in cluster
     /// mode, to the submitting process's stdout in client mode.
@@ -138,6 +157,9 @@ pub struct SparkContext {
     env: AppEnv,
     paths: DriverPaths,
     app_id: String,
+    bus: ListenerBusRef,
+    runner: Arc<DriverJobRunner>,
+    start_time: u64,
     stopped: AtomicBool,
 }
 
@@ -162,8 +184,10 @@ impl SparkContext {
         let parent = match &env.mode {
             DriverMode::Cluster { parent, .. } | DriverMode::Client { parent, .. } => parent.clone(),
         };
+        crate::apps::register_operations();
         let paths = DriverPaths::under(&parent);
-        let spec = driver_spec(&conf, &paths);
+        let (spec, bus) = driver_spec(&conf, &paths, &env.cluster);
+        let start_time = env.cluster.clock().epoch_millis();
         let sup = env.cluster.endpoint::<Supervisor>(&parent);
         let started = block_on(&env.cluster, sup.ask(StartChild(spec), bound), bound)
             .map_err(|e| AppError::Exception(format!("cannot start the driver: {e}")))?
@@ -175,22 +199,92 @@ impl SparkContext {
         );
         let app_id = match &env.mode {
             DriverMode::Cluster { am, .. } => {
+                // The listeners hear everything from ApplicationStart on, executors included.
+                start_listeners(env, &paths, &bus, &env.app_id, start_time)?;
                 crate::deploy::application_master::spark_context_initialized(env, am, &paths)
                     .map_err(AppError::Exception)?;
                 env.app_id.clone()
             }
             DriverMode::Client { launcher, .. } => {
-                launcher.launch(env, &paths).map_err(AppError::Exception)?
+                // Client mode learns its application id from the launch.
+                let app_id = launcher.launch(env, &paths).map_err(AppError::Exception)?;
+                start_listeners(env, &paths, &bus, &app_id, start_time)?;
+                app_id
             }
         };
+        let runner = Arc::new(DriverJobRunner::new(
+            env.cluster.clone(),
+            conf.clone(),
+            paths.dag_scheduler.clone(),
+            paths.driver_endpoint.clone(),
+            env.cancel.clone(),
+            &env.class_name,
+            bound,
+        ));
         let sc = SparkContext {
             env: env.clone(),
             paths,
             app_id,
+            bus,
+            runner,
+            start_time,
             stopped: AtomicBool::new(false),
         };
         sc.wait_backend_ready()?;
         Ok(sc)
+    }
+
+    /// Registers an application's own listener on the listener bus.
+    pub fn add_spark_listener(&self, listener: Box<dyn SparkListener>) -> Result<(), AppError> {
+        add_listener(&self.env, &self.paths, listener)
+    }
+
+    /// The runner RDDs of this context use (for the free functions of `rdd::api`).
+    pub fn runner(&self) -> Arc<dyn JobRunner> {
+        self.runner.clone()
+    }
+
+    /// `sc.parallelize(values, numSlices)` (numSlices defaults to the default parallelism).
+    pub fn parallelize(&self, values: Vec<Value>, num_slices: Option<u32>) -> Result<Rdd, AppError> {
+        Ok(rdd_api::parallelize(&self.runner(), values, num_slices)?)
+    }
+
+    /// `sc.parallelize(start until end by step, numSlices)`, kept as ranges until it runs.
+    pub fn parallelize_range(
+        &self,
+        start: i64,
+        end_exclusive: i64,
+        step: i64,
+        num_slices: Option<u32>,
+    ) -> Result<Rdd, AppError> {
+        Ok(rdd_api::parallelize_range(
+            &self.runner(),
+            start,
+            end_exclusive,
+            step,
+            num_slices,
+        )?)
+    }
+
+    /// `sc.makeRDD(Seq[(value, preferred hosts)])`: one partition per value.
+    pub fn make_rdd(&self, values: Vec<(Value, Vec<String>)>) -> Rdd {
+        rdd_api::make_rdd(&self.runner(), values)
+    }
+
+    /// `sc.textFile(path, minPartitions)`.
+    pub fn text_file(&self, path: &str, min_partitions: Option<u32>) -> Result<Rdd, AppError> {
+        Ok(rdd_api::text_file(&self.runner(), path, min_partitions)?)
+    }
+
+    /// `sc.defaultParallelism`: `spark.default.parallelism`, else the executors' cores (at
+    /// least 2).
+    pub fn default_parallelism(&self) -> u32 {
+        self.runner.default_parallelism()
+    }
+
+    /// When the context was created (milliseconds since the epoch).
+    pub fn start_time(&self) -> u64 {
+        self.start_time
     }
 
     pub fn app_id(&self) -> &str {
@@ -271,6 +365,10 @@ impl SparkContext {
             return;
         }
         tracing::info!("Stopping SparkContext");
+        self.bus.post(SparkListenerEvent::ApplicationEnd {
+            time: self.env.cluster.clock().epoch_millis(),
+            exit_code: None,
+        });
         let bound = ask_bound(&self.env.conf);
         let cluster = self.env.cluster.clone();
         let paths = self.paths.clone();
@@ -292,6 +390,84 @@ impl Drop for SparkContext {
             self.stop();
         }
     }
+}
+
+fn add_listener(env: &AppEnv, paths: &DriverPaths, listener: Box<dyn SparkListener>) -> Result<(), AppError> {
+    let bound = ask_bound(&env.conf);
+    let bus = env.cluster.endpoint::<LiveListenerBus>(&paths.listener_bus);
+    block_on(&env.cluster, bus.ask(AddListener(listener), bound), bound)
+        .map_err(|e| AppError::Exception(format!("cannot register a listener: {e}")))?
+        .map_err(|e| AppError::Exception(format!("cannot register a listener: {e}")))
+}
+
+/// Starts the event log (with `spark.eventLog.enabled`) and posts the environment and the
+/// application's start, as SparkContext's constructor does.
+fn start_listeners(
+    env: &AppEnv,
+    paths: &DriverPaths,
+    bus: &ListenerBusRef,
+    app_id: &str,
+    start_time: u64,
+) -> Result<(), AppError> {
+    let conf = &env.conf;
+    let attempt = match &env.mode {
+        DriverMode::Cluster { .. } => Some(env.attempt.to_string()),
+        DriverMode::Client { .. } => None,
+    };
+    if conf.get(&conf::EVENT_LOG_ENABLED).unwrap_or(false) {
+        let dir = conf
+            .get(&conf::EVENT_LOG_DIR)
+            .unwrap_or_else(|_| "/tmp/spark-events".into());
+        let overwrite = conf.get(&conf::EVENT_LOG_OVERWRITE).unwrap_or(false);
+        if conf.get(&conf::EVENT_LOG_COMPRESS).unwrap_or(false) {
+            tracing::warn!("spark.eventLog.compress=true: sparkyard writes its event logs uncompressed");
+        }
+        let memory_mb = conf
+            .get(&conf::EXECUTOR_MEMORY)
+            .map(|b| b / (1024 * 1024))
+            .unwrap_or(1024);
+        let cores = conf.get(&conf::EXECUTOR_CORES).unwrap_or(1);
+        let task_cpus = conf.get(&conf::CPUS_PER_TASK).unwrap_or(1);
+        let listener = EventLoggingListener::start(
+            &dir,
+            app_id,
+            attempt.as_deref(),
+            overwrite,
+            (memory_mb, cores, task_cpus),
+        )
+        .map_err(AppError::Exception)?;
+        add_listener(env, paths, Box::new(listener))?;
+    }
+    let mut props: Vec<(String, String)> = conf
+        .iter()
+        .filter(|(k, _)| k.starts_with("spark."))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    props.push(("spark.app.id".into(), app_id.to_string()));
+    props.sort();
+    bus.post(SparkListenerEvent::EnvironmentUpdate {
+        spark_properties: props,
+        system_properties: vec![
+            ("os.name".into(), std::env::consts::OS.into()),
+            ("os.arch".into(), std::env::consts::ARCH.into()),
+            ("user.name".into(), spark_user()),
+        ],
+    });
+    bus.post(SparkListenerEvent::ApplicationStart {
+        app_name: conf.get_str("spark.app.name").unwrap_or("sparkyard").to_string(),
+        app_id: Some(app_id.to_string()),
+        time: start_time,
+        user: spark_user(),
+        app_attempt_id: attempt,
+    });
+    Ok(())
+}
+
+/// Spark's sparkUser: `SPARK_USER`, else the OS user.
+fn spark_user() -> String {
+    std::env::var("SPARK_USER")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "sparkyard".into())
 }
 
 /// SchedulerBackendUtils.getInitialTargetExecutorNumber.

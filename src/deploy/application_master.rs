@@ -206,6 +206,7 @@ impl ApplicationMaster {
             return;
         };
         let env = AppEnv {
+            class_name: class.clone(),
             args: self.ctx.args.user_args.clone(),
             conf: self.ctx.conf.clone(),
             cluster: self.me.cluster().clone(),

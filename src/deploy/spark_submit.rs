@@ -163,6 +163,7 @@ impl SparkSubmit {
         self.launcher = Some(launcher.clone());
         let parent = self.me.path().parent().unwrap_or_else(|| self.me.path().clone());
         let env = AppEnv {
+            class_name: class.clone(),
             args: self.plan.args.child_args.clone(),
             conf: self.plan.conf.clone(),
             cluster: self.me.cluster().clone(),

@@ -8,28 +8,55 @@
 //! failure it exits with status 1 and Spark's "Cannot register with driver". It watches the
 //! driver: losing it ends the executor ("Driver ... disassociated! Shutting down.").
 //! StopExecutor from the driver ends it with status 0. Its exit status is its container's.
-//! Running tasks (LaunchTask, KillTask) comes with the driver-side milestone.
+//!
+//! Tasks: LaunchTask decodes the TaskDescription here (as Spark's backend does) and hands
+//! the task to the executor's bounded task pool (`task_pool`, one thread per core); the
+//! task thread runs it and reports to the driver itself (`task_runner`). KillTask cancels
+//! the task's token; a task's token is a child of the backend's, so a stopped container
+//! kills its tasks. FetchShuffleBlocks serves this executor's map outputs (`block_store`)
+//! to reduce tasks on other executors.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, WrapFuture};
+use dashmap::DashMap;
 
 use super::args::ExecutorArgs;
+use super::block_store::BlockStore;
+use super::task_pool::TaskPool;
+use super::task_runner::{self, ExecutorHandle, StageCache};
 use crate::rpc::{AskError, EndpointRef};
-use crate::runtime::{ActorPath, ExitReason, Me, Terminated};
+use crate::runtime::{ActorPath, CancelToken, ExitReason, Me, Terminated};
 use crate::scheduler::driver_endpoint::DriverEndpoint;
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::*;
+use crate::scheduler::task::{
+    FetchShuffleBlocks, KillTask, LaunchTask, ShuffleBlocks, StatusUpdate, TaskDescription, TaskState,
+};
 
 /// How many times the executor tries to reach the driver for its configuration.
 const CONFIG_FETCH_TRIES: u32 = 3;
 
-/// The executor proper: what runs tasks (its task pool arrives with the driver side).
-#[derive(Debug)]
+/// The executor proper: its task pool, its running tasks and its block store.
 pub struct Executor {
     pub executor_id: String,
     pub cores: u32,
     pub spark_properties: Vec<(String, String)>,
+    pool: TaskPool,
+    handle: ExecutorHandle,
+    /// Running tasks' tokens by task id (task threads remove their own).
+    running: Arc<DashMap<u64, CancelToken>>,
+}
+
+impl Executor {
+    /// Stops taking tasks and kills the running ones.
+    fn stop(&self, reason: &str) {
+        self.pool.shutdown();
+        for entry in self.running.iter() {
+            entry.value().cancel(reason);
+        }
+    }
 }
 
 /// The CoarseGrainedExecutorBackend actor; see the module docs.
@@ -40,11 +67,13 @@ pub struct CoarseGrainedExecutorBackend {
     ask_timeout: Duration,
     spark_properties: Vec<(String, String)>,
     executor: Option<Executor>,
+    store: BlockStore,
     stopping: bool,
 }
 
 impl CoarseGrainedExecutorBackend {
     pub fn new(me: Me, args: ExecutorArgs, ask_timeout: Duration) -> Self {
+        crate::apps::register_operations();
         let driver_path = ActorPath::parse(&args.driver_url).ok();
         CoarseGrainedExecutorBackend {
             me,
@@ -53,6 +82,7 @@ impl CoarseGrainedExecutorBackend {
             ask_timeout,
             spark_properties: Vec::new(),
             executor: None,
+            store: BlockStore::new(),
             stopping: false,
         }
     }
@@ -173,10 +203,29 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
     type Result = ();
 
     fn handle(&mut self, _: RegisteredExecutor, _: &mut Context<Self>) {
+        let Some(driver) = self.driver() else { return };
+        let executor_id = self.args.executor_id.clone();
+        let handle = ExecutorHandle {
+            executor_id: executor_id.clone(),
+            host: self.args.hostname.clone(),
+            executor_ref: self.me.path().clone(),
+            cluster: self.me.cluster().clone(),
+            driver,
+            store: self.store.clone(),
+            stages: StageCache::default(),
+            log_ctx: self.me.log_ctx().clone(),
+            fetch_timeout: self.ask_timeout,
+        };
         self.executor = Some(Executor {
-            executor_id: self.args.executor_id.clone(),
+            executor_id: executor_id.clone(),
             cores: self.args.cores,
             spark_properties: std::mem::take(&mut self.spark_properties),
+            pool: TaskPool::new(
+                &format!("executor-{executor_id}-task"),
+                self.args.cores.max(1) as usize,
+            ),
+            handle,
+            running: Arc::new(DashMap::new()),
         });
         tracing::info!(
             cores = self.args.cores,
@@ -206,7 +255,9 @@ impl Handler<Shutdown> for CoarseGrainedExecutorBackend {
 
     fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
         self.stopping = true;
-        self.executor = None;
+        if let Some(executor) = self.executor.take() {
+            executor.stop("executor stopped");
+        }
         let me = self.me.clone();
         me.exit(
             ctx,
@@ -232,5 +283,91 @@ impl Handler<Terminated> for CoarseGrainedExecutorBackend {
         }
         let reason = format!("Driver {} disassociated! Shutting down.", msg.path);
         self.exit_executor(ctx, 1, &reason, false);
+    }
+}
+
+impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, msg: LaunchTask, ctx: &mut Context<Self>) {
+        let Some(executor) = &self.executor else {
+            self.exit_executor(ctx, 1, "Received LaunchTask command but executor was null", true);
+            return;
+        };
+        let desc: TaskDescription = match rmp_serde::from_slice(&msg.data) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::error!("Cannot decode a TaskDescription ({} bytes): {e}", msg.data.len());
+                return;
+            }
+        };
+        let task_id = desc.task_id;
+        tracing::debug!(task_id, "Got assigned task {task_id}");
+        let token = self.me.cancel_token().child();
+        executor.running.insert(task_id, token.clone());
+        let (handle, running) = (executor.handle.clone(), executor.running.clone());
+        let job = Box::new(move || {
+            task_runner::run(desc, &handle, &token);
+            running.remove(&task_id);
+        });
+        if executor.pool.execute(job).is_err() {
+            executor.running.remove(&task_id);
+            tracing::warn!(task_id, "Cannot run TID {task_id}: the executor is stopping");
+            let _ = executor.handle.driver.tell(StatusUpdate {
+                executor_id: executor.executor_id.clone(),
+                task_id,
+                state: TaskState::Killed,
+                data: rmp_serde::to_vec(&crate::scheduler::events::TaskEndReason::TaskKilled {
+                    reason: "executor stopping".into(),
+                })
+                .unwrap_or_default(),
+                task_cpus: 1,
+            });
+        }
+    }
+}
+
+impl Handler<KillTask> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, msg: KillTask, ctx: &mut Context<Self>) {
+        let Some(executor) = &self.executor else {
+            self.exit_executor(ctx, 1, "Received KillTask command but executor was null", true);
+            return;
+        };
+        match executor.running.get(&msg.task_id) {
+            Some(token) => {
+                tracing::info!(
+                    task_id = msg.task_id,
+                    "Executor is trying to kill TID {}, reason: {}",
+                    msg.task_id,
+                    msg.reason
+                );
+                token.cancel(msg.reason);
+            }
+            None => tracing::debug!(
+                task_id = msg.task_id,
+                "KillTask for TID {} which is not running",
+                msg.task_id
+            ),
+        }
+    }
+}
+
+impl Handler<FetchShuffleBlocks> for CoarseGrainedExecutorBackend {
+    type Result = MessageResult<FetchShuffleBlocks>;
+
+    fn handle(
+        &mut self,
+        msg: FetchShuffleBlocks,
+        _: &mut Context<Self>,
+    ) -> MessageResult<FetchShuffleBlocks> {
+        MessageResult(
+            self.store
+                .buckets(msg.shuffle_id, &msg.map_ids, msg.reduce_id)
+                .map(|blocks| ShuffleBlocks {
+                    blocks: blocks.into_iter().map(serde_bytes::ByteBuf::from).collect(),
+                }),
+        )
     }
 }

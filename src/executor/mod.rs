@@ -1,5 +1,9 @@
-//! The executor side: CoarseGrainedExecutorBackend and its command-line arguments (running
-//! tasks arrives with the driver-side milestone).
+//! The executor side: CoarseGrainedExecutorBackend (registration, LaunchTask, KillTask,
+//! shuffle block serving), its command-line arguments, the bounded task pool task bodies
+//! run on, the task runner, and the block store for shuffle output.
 
 pub mod args;
 pub mod backend;
+pub mod block_store;
+pub mod task_pool;
+pub mod task_runner;

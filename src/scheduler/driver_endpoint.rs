@@ -8,19 +8,37 @@
 //! disabled (its loss reason pending) and the YarnSchedulerEndpoint asks the AM why it was
 //! lost, then sends RemoveExecutor back here. The executor map is kept by the supervisor
 //! (a restarted endpoint keeps knowing its executors).
-//! Task offers (ReviveOffers, LaunchTask, StatusUpdate) come with the driver-side
-//! milestone; until then LaunchedExecutor only frees the cores.
+//!
+//! Tasks: ReviveOffers (the revive timer, the DAGScheduler after a submission) and
+//! LaunchedExecutor / StatusUpdate offer free cores to the TaskSchedulerImpl (makeOffers);
+//! launchTasks encodes each TaskDescription, refuses one of `spark.rpc.message.maxSize` or
+//! more by aborting its task set with Spark's message, takes the cores and sends LaunchTask.
+//! StatusUpdate goes to the TaskSchedulerImpl (statusUpdate) and, once the task is
+//! finished, gives the cores back and offers that executor again. What the TaskScheduler
+//! has to say (task started, task ended with its result, task set failed, executor added
+//! or lost) goes to the DAGScheduler's event loop as DAGSchedulerEvents. RemoveExecutor
+//! fails the executor's running tasks as executor-lost (the task sets retry them). The
+//! TaskSchedulerImpl is shared with the DAGScheduler (Spark's synchronized object) and
+//! kept by the driver's supervisor, so a restarted endpoint keeps every task set.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use actix::{Actor, Context, Handler, MessageResult};
+use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
+use serde::Serialize;
 
+use super::dag_scheduler::{to_dag_event, DAGScheduler, DagSchedulerEvent};
+use super::events::{SparkListenerEvent, TaskEndReason};
+use super::listener_bus::ListenerBusRef;
 use super::loss_reason::ExecutorLossReason;
 use super::messages::*;
+use super::task::{KillTask, LaunchTask, ReviveOffers, StatusUpdate, TaskResult, TaskState};
+use super::task_scheduler::TaskSchedulerImpl;
+use super::task_set::{SchedulerEvent, TaskLaunch, TaskUpdate, WorkerOffer};
 use super::yarn_scheduler_endpoint::{ExecutorDisconnected, YarnSchedulerEndpoint};
 use crate::conf::SparkConf;
 use crate::executor::backend::CoarseGrainedExecutorBackend;
+use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
 
 /// What the driver knows of one executor (Spark's ExecutorData).
@@ -47,31 +65,278 @@ pub struct DriverState {
     pub pending_loss_reason: BTreeSet<String>,
 }
 
+/// What the DriverEndpoint works with besides its kept executor map.
+#[derive(Clone)]
+pub struct DriverLinks {
+    pub yarn_scheduler: ActorPath,
+    pub dag_scheduler: ActorPath,
+    pub task_scheduler: Kept<TaskSchedulerImpl>,
+    pub bus: ListenerBusRef,
+}
+
+/// TaskDescription's encoding, borrowing the stage binary instead of copying it (the same
+/// fields in the same order, so it decodes as a [`super::task::TaskDescription`]).
+#[derive(Serialize)]
+struct TaskDescriptionRef<'a> {
+    task_id: u64,
+    attempt_number: u32,
+    executor_id: &'a str,
+    name: &'a str,
+    index: u32,
+    partition_id: u32,
+    stage_id: u32,
+    stage_attempt_id: u32,
+    job_id: u32,
+    cpus: u32,
+    #[serde(with = "serde_bytes")]
+    stage_binary: &'a [u8],
+    #[serde(with = "serde_bytes")]
+    slice: Option<&'a [u8]>,
+}
+
+/// Encodes the TaskDescription of a launch decision.
+pub fn encode_task(t: &TaskLaunch) -> Result<Vec<u8>, String> {
+    let slice = t.binary.slices.get(t.index as usize).and_then(|s| s.as_deref());
+    rmp_serde::to_vec(&TaskDescriptionRef {
+        task_id: t.task_id,
+        attempt_number: t.attempt_number,
+        executor_id: &t.executor_id,
+        name: &t.name,
+        index: t.index,
+        partition_id: t.partition_id,
+        stage_id: t.stage_id,
+        stage_attempt_id: t.stage_attempt_id,
+        job_id: t.job_id,
+        cpus: t.cpus,
+        stage_binary: &t.binary.stage_bytes,
+        slice,
+    })
+    .map_err(|e| e.to_string())
+}
+
 /// The DriverEndpoint actor; see the module docs.
 pub struct DriverEndpoint {
     me: Me,
     conf: Arc<SparkConf>,
-    yarn_scheduler: ActorPath,
+    links: DriverLinks,
     state: Kept<DriverState>,
     stopping: bool,
+    /// A ReviveOffers to self is queued (the TaskScheduler's requests coalesce).
+    revive_queued: bool,
+    max_rpc_message_size: u64,
 }
 
 impl DriverEndpoint {
-    pub fn new(me: Me, conf: Arc<SparkConf>, yarn_scheduler: ActorPath, state: Kept<DriverState>) -> Self {
+    pub fn new(me: Me, conf: Arc<SparkConf>, links: DriverLinks, state: Kept<DriverState>) -> Self {
+        let max_rpc_message_size = conf
+            .get(&crate::conf::RPC_MESSAGE_MAX_SIZE)
+            .unwrap_or(128 * 1024 * 1024);
         DriverEndpoint {
             me,
             conf,
-            yarn_scheduler,
+            links,
             state,
             stopping: false,
+            revive_queued: false,
+            max_rpc_message_size,
         }
     }
 
-    fn executor(&self, executor_ref: &ActorPath) -> crate::rpc::EndpointRef<CoarseGrainedExecutorBackend> {
+    fn executor(&self, executor_ref: &ActorPath) -> EndpointRef<CoarseGrainedExecutorBackend> {
         self.me.endpoint(executor_ref)
     }
 
-    fn remove_executor(&mut self, executor_id: &str, reason: &ExecutorLossReason) {
+    fn dag(&self) -> EndpointRef<DAGScheduler> {
+        self.me.endpoint(&self.links.dag_scheduler)
+    }
+
+    fn now(&self) -> u64 {
+        self.me.clock().epoch_millis()
+    }
+
+    /// Sends what the TaskScheduler said to whom it concerns. `result` is the decoded result
+    /// of the task whose FINISHED update is being handled.
+    fn dispatch(
+        &mut self,
+        events: Vec<SchedulerEvent>,
+        mut result: Option<(u64, TaskResult)>,
+        ctx: &mut Context<Self>,
+    ) {
+        if events.is_empty() {
+            return;
+        }
+        let dag = self.dag();
+        for ev in events {
+            match to_dag_event(ev, &mut result) {
+                Ok(dag_event) => {
+                    if dag.tell(DagSchedulerEvent(dag_event)).is_err() {
+                        tracing::warn!("The DAGScheduler is not running; a scheduler event was dropped");
+                    }
+                }
+                Err(SchedulerEvent::KillTask {
+                    task_id,
+                    executor_id,
+                    interrupt_thread,
+                    reason,
+                }) => self.kill_task(KillTask {
+                    task_id,
+                    executor_id,
+                    interrupt_thread,
+                    reason,
+                }),
+                Err(_) => {
+                    if !self.revive_queued {
+                        self.revive_queued = true;
+                        ctx.notify(ReviveOffers);
+                    }
+                }
+            }
+        }
+    }
+
+    fn kill_task(&self, msg: KillTask) {
+        let target = self
+            .state
+            .lock()
+            .executors
+            .get(&msg.executor_id)
+            .map(|d| d.executor_ref.clone());
+        match target {
+            Some(path) => {
+                let _ = self.executor(&path).tell(msg);
+            }
+            None => tracing::warn!(
+                task_id = msg.task_id,
+                executor_id = msg.executor_id.as_str(),
+                "Attempted to kill task {} for unknown executor {}.",
+                msg.task_id,
+                msg.executor_id
+            ),
+        }
+    }
+
+    /// makeOffers: the free cores of every active executor (`only` = one executor's).
+    fn make_offers(&mut self, only: Option<&str>, ctx: &mut Context<Self>) {
+        if self.stopping {
+            return;
+        }
+        let offers: Vec<WorkerOffer> = {
+            let st = self.state.lock();
+            let active =
+                |id: &str, d: &ExecutorData| d.free_cores > 0 && !st.pending_loss_reason.contains(id);
+            match only {
+                Some(id) => st
+                    .executors
+                    .get(id)
+                    .filter(|d| active(id, d))
+                    .map(|d| WorkerOffer {
+                        executor_id: id.to_string(),
+                        host: d.host.clone(),
+                        cores: d.free_cores,
+                    })
+                    .into_iter()
+                    .collect(),
+                None => st
+                    .executors
+                    .iter()
+                    .filter(|(id, d)| active(id, d))
+                    .map(|(id, d)| WorkerOffer {
+                        executor_id: id.clone(),
+                        host: d.host.clone(),
+                        cores: d.free_cores,
+                    })
+                    .collect(),
+            }
+        };
+        if offers.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let (launches, events) = {
+            let mut ts = self.links.task_scheduler.lock();
+            let launches = ts.resource_offers(&offers, only.is_none(), now);
+            (launches, ts.take_events())
+        };
+        self.dispatch(events, None, ctx);
+        if !launches.is_empty() {
+            self.launch_tasks(launches, ctx);
+        }
+    }
+
+    /// launchTasks: encode, check the size, take the cores, send LaunchTask.
+    fn launch_tasks(&mut self, launches: Vec<TaskLaunch>, ctx: &mut Context<Self>) {
+        let mut aborted = Vec::new();
+        for t in launches {
+            let data = match encode_task(&t) {
+                Ok(d) => d,
+                Err(e) => {
+                    aborted.push((t.stage_id, t.stage_attempt_id, format!("Failed to serialize task {}, not attempting to retry it. Exception during serialization: {e}", t.task_id)));
+                    continue;
+                }
+            };
+            if data.len() as u64 >= self.max_rpc_message_size {
+                let msg = format!(
+                    "Serialized task {}:{} was {} bytes, which exceeds max allowed: spark.rpc.message.maxSize ({} bytes). Consider increasing spark.rpc.message.maxSize or using broadcast variables for large values.",
+                    t.task_id,
+                    t.index,
+                    data.len(),
+                    self.max_rpc_message_size
+                );
+                tracing::error!(task_id = t.task_id, stage_id = t.stage_id, "{msg}");
+                aborted.push((t.stage_id, t.stage_attempt_id, msg));
+                continue;
+            }
+            let target = {
+                let mut st = self.state.lock();
+                st.executors.get_mut(&t.executor_id).map(|d| {
+                    d.free_cores = d.free_cores.saturating_sub(t.cpus);
+                    d.executor_ref.clone()
+                })
+            };
+            match target {
+                Some(path) => {
+                    tracing::debug!(
+                        task_id = t.task_id,
+                        executor_id = t.executor_id.as_str(),
+                        "Launching task {} on executor id: {} hostname: {}.",
+                        t.task_id,
+                        t.executor_id,
+                        t.host
+                    );
+                    if self.executor(&path).tell(LaunchTask { data }).is_err() {
+                        tracing::warn!(
+                            task_id = t.task_id,
+                            executor_id = t.executor_id.as_str(),
+                            "Executor {} is not running; TID {} will fail when its loss is known",
+                            t.executor_id,
+                            t.task_id
+                        );
+                    }
+                }
+                None => tracing::warn!(
+                    task_id = t.task_id,
+                    "Launch decision for unknown executor {}",
+                    t.executor_id
+                ),
+            }
+        }
+        if !aborted.is_empty() {
+            let events = {
+                let mut ts = self.links.task_scheduler.lock();
+                for (stage, attempt, msg) in aborted {
+                    ts.abort_task_set(stage, attempt, &msg);
+                }
+                ts.take_events()
+            };
+            self.dispatch(events, None, ctx);
+        }
+    }
+
+    fn post(&self, event: SparkListenerEvent) {
+        self.links.bus.post(event);
+    }
+
+    fn remove_executor(&mut self, executor_id: &str, reason: &ExecutorLossReason, ctx: &mut Context<Self>) {
         let removed = {
             let mut st = self.state.lock();
             st.pending_loss_reason.remove(executor_id);
@@ -92,11 +357,23 @@ impl DriverEndpoint {
                     "Removed executor {executor_id} on {}: {reason}",
                     data.host
                 );
+                let now = self.now();
+                let events = {
+                    let mut ts = self.links.task_scheduler.lock();
+                    ts.executor_lost(executor_id, reason, now);
+                    ts.take_events()
+                };
+                self.dispatch(events, None, ctx);
             }
             None => {
                 tracing::info!(executor_id, reason = %reason, "Asked to remove non-existent executor {executor_id}")
             }
         }
+        self.post(SparkListenerEvent::ExecutorRemoved {
+            time: self.now(),
+            executor_id: executor_id.to_string(),
+            reason: reason.to_string(),
+        });
     }
 }
 
@@ -163,6 +440,13 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
         );
         let me = self.me.clone();
         me.watch(ctx, &msg.executor_ref);
+        self.post(SparkListenerEvent::ExecutorAdded {
+            time: self.now(),
+            executor_id: msg.executor_id.clone(),
+            host: msg.hostname.clone(),
+            total_cores: msg.cores,
+            resource_profile_id: msg.resource_profile_id,
+        });
         Ok(true)
     }
 }
@@ -170,24 +454,33 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
 impl Handler<LaunchedExecutor> for DriverEndpoint {
     type Result = ();
 
-    fn handle(&mut self, msg: LaunchedExecutor, _: &mut Context<Self>) {
-        let mut st = self.state.lock();
-        match st.executors.get_mut(&msg.executor_id) {
-            Some(data) => {
-                data.free_cores = data.total_cores;
-                tracing::info!(
-                    executor_id = msg.executor_id.as_str(),
-                    free_cores = data.free_cores,
-                    "executor {} launched; {} cores free",
-                    msg.executor_id,
-                    data.free_cores
-                );
+    fn handle(&mut self, msg: LaunchedExecutor, ctx: &mut Context<Self>) {
+        let known = {
+            let mut st = self.state.lock();
+            match st.executors.get_mut(&msg.executor_id) {
+                Some(data) => {
+                    data.free_cores = data.total_cores;
+                    tracing::info!(
+                        executor_id = msg.executor_id.as_str(),
+                        free_cores = data.free_cores,
+                        "executor {} launched; {} cores free",
+                        msg.executor_id,
+                        data.free_cores
+                    );
+                    true
+                }
+                None => {
+                    tracing::warn!(
+                        executor_id = msg.executor_id.as_str(),
+                        "LaunchedExecutor from unknown executor {}",
+                        msg.executor_id
+                    );
+                    false
+                }
             }
-            None => tracing::warn!(
-                executor_id = msg.executor_id.as_str(),
-                "LaunchedExecutor from unknown executor {}",
-                msg.executor_id
-            ),
+        };
+        if known {
+            self.make_offers(Some(&msg.executor_id), ctx);
         }
     }
 }
@@ -195,8 +488,8 @@ impl Handler<LaunchedExecutor> for DriverEndpoint {
 impl Handler<RemoveExecutor> for DriverEndpoint {
     type Result = ();
 
-    fn handle(&mut self, msg: RemoveExecutor, _: &mut Context<Self>) {
-        self.remove_executor(&msg.executor_id, &msg.reason);
+    fn handle(&mut self, msg: RemoveExecutor, ctx: &mut Context<Self>) {
+        self.remove_executor(&msg.executor_id, &msg.reason, ctx);
     }
 }
 
@@ -205,7 +498,7 @@ impl Handler<Terminated> for DriverEndpoint {
 
     /// An executor's RPC connection dropped (it ended). YarnDriverEndpoint.onDisconnected:
     /// disable it and let the AM say why.
-    fn handle(&mut self, msg: Terminated, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
         let found = {
             let mut st = self.state.lock();
             let id = st
@@ -230,9 +523,17 @@ impl Handler<Terminated> for DriverEndpoint {
             "executor {executor_id} disconnected ({}); asking for its loss reason",
             msg.reason
         );
+        // disableExecutor: the scheduler learns the loss now, the reason later.
+        let now = self.now();
+        let events = {
+            let mut ts = self.links.task_scheduler.lock();
+            ts.executor_lost(&executor_id, &ExecutorLossReason::LossReasonPending, now);
+            ts.take_events()
+        };
+        self.dispatch(events, None, ctx);
         let _ = self
             .me
-            .endpoint::<YarnSchedulerEndpoint>(&self.yarn_scheduler)
+            .endpoint::<YarnSchedulerEndpoint>(&self.links.yarn_scheduler)
             .tell(ExecutorDisconnected { executor_id });
     }
 }
@@ -308,5 +609,88 @@ impl Handler<GetExecutors> for DriverEndpoint {
                 })
                 .collect(),
         )
+    }
+}
+
+impl Handler<ReviveOffers> for DriverEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, _: ReviveOffers, ctx: &mut Context<Self>) {
+        self.revive_queued = false;
+        self.make_offers(None, ctx);
+    }
+}
+
+impl Handler<StatusUpdate> for DriverEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, msg: StatusUpdate, ctx: &mut Context<Self>) {
+        let StatusUpdate {
+            executor_id,
+            task_id,
+            state,
+            data,
+            task_cpus,
+        } = msg;
+        let decode_reason = |data: &[u8]| -> TaskEndReason {
+            rmp_serde::from_slice(data).unwrap_or(TaskEndReason::UnknownReason)
+        };
+        let mut result = None;
+        let update = match state {
+            TaskState::Launching | TaskState::Running => TaskUpdate::Running,
+            TaskState::Finished => match rmp_serde::from_slice::<TaskResult>(&data) {
+                Ok(r) => {
+                    result = Some((task_id, r));
+                    TaskUpdate::Finished {
+                        result_size: data.len() as u64,
+                    }
+                }
+                Err(e) => TaskUpdate::Failed(TaskEndReason::ExceptionFailure {
+                    class_name: "java.io.StreamCorruptedException".into(),
+                    description: format!("cannot decode the result of TID {task_id}: {e}"),
+                    stack_trace: vec![],
+                }),
+            },
+            TaskState::Failed => TaskUpdate::Failed(decode_reason(&data)),
+            TaskState::Killed => TaskUpdate::Killed(decode_reason(&data)),
+            TaskState::Lost => TaskUpdate::Lost(decode_reason(&data)),
+        };
+        let now = self.now();
+        let events = {
+            let mut ts = self.links.task_scheduler.lock();
+            ts.status_update(task_id, update, now);
+            ts.take_events()
+        };
+        self.dispatch(events, result, ctx);
+        if state.is_finished() {
+            let known = {
+                let mut st = self.state.lock();
+                match st.executors.get_mut(&executor_id) {
+                    Some(d) => {
+                        d.free_cores = (d.free_cores + task_cpus).min(d.total_cores);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if known {
+                self.make_offers(Some(&executor_id), ctx);
+            } else {
+                tracing::warn!(
+                    task_id,
+                    executor_id = executor_id.as_str(),
+                    "Ignored task status update ({task_id} state {}) from unknown executor with ID {executor_id}",
+                    state.as_str()
+                );
+            }
+        }
+    }
+}
+
+impl Handler<KillTask> for DriverEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, msg: KillTask, _: &mut Context<Self>) {
+        self.kill_task(msg);
     }
 }

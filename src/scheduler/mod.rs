@@ -1,13 +1,18 @@
-//! The driver's schedulers and endpoints: the DAGScheduler's core (`dag`), TaskSchedulerImpl
-//! and TaskSetManager, the event log, the DriverEndpoint and YarnSchedulerEndpoint, Spark's
-//! cluster messages, task wire types and executor loss reasons.
+//! The driver's schedulers and endpoints: the DAGScheduler (its pure core in `dag`, its
+//! event loop actor in `dag_scheduler`), TaskSchedulerImpl and TaskSetManager, the
+//! DriverEndpoint and YarnSchedulerEndpoint, the revive timer, the listener bus and the
+//! event log, Spark's cluster messages, task wire types and executor loss reasons.
 
 pub mod dag;
+pub mod dag_scheduler;
 pub mod driver_endpoint;
 pub mod event_log;
+pub mod event_logging_listener;
 pub mod events;
+pub mod listener_bus;
 pub mod loss_reason;
 pub mod messages;
+pub mod revive_timer;
 pub mod task;
 pub mod task_scheduler;
 pub mod task_set;

@@ -1,0 +1,74 @@
+//! `org.apache.spark.examples.SparkPi [slices]`: Monte Carlo pi, as Spark's example computes
+//! it: `n = min(100000 * slices, Int.MaxValue)` points `1 until n` in `slices` partitions,
+//! each mapped to 1 if a random point of the square falls in the unit circle, summed with
+//! `reduce(_ + _)`; prints `Pi is roughly <4.0 * count / (n - 1)>`.
+//!
+//! The random points come from a SplitMix64 sequence seeded by the point's number, so a run
+//! is repeatable and a retried task computes the same points (Spark's `math.random` is not
+//! repeatable; the estimate is as good).
+
+use crate::context::{AppEnv, AppError, SparkContext};
+use crate::rdd::ops::{self, Op};
+use crate::rdd::{TaskError, Value};
+
+/// The registered name of the sampling operation.
+pub const SAMPLE_OP: &str = "sparkpi.sample";
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A uniform double in [0, 1) from 53 random bits.
+fn unit(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Registers the application's operations.
+pub fn register_ops() {
+    ops::register(
+        SAMPLE_OP,
+        Op::map(|_, v: Value| {
+            let i = v.as_i64().ok_or_else(|| {
+                TaskError::exception("java.lang.ClassCastException", format!("{v} is not a number"))
+            })? as u64;
+            let a = splitmix64(i.wrapping_mul(2));
+            let b = splitmix64(i.wrapping_mul(2).wrapping_add(1));
+            let x = unit(a) * 2.0 - 1.0;
+            let y = unit(b) * 2.0 - 1.0;
+            Ok(Value::I64(if x * x + y * y <= 1.0 { 1 } else { 0 }))
+        }),
+    );
+}
+
+/// The application's main.
+pub fn main(env: &AppEnv) -> Result<(), AppError> {
+    let slices: i64 = match env.args().first() {
+        Some(a) => a.parse::<i32>().map_err(|_| {
+            AppError::Exception(format!(
+                "java.lang.NumberFormatException: For input string: \"{a}\""
+            ))
+        })? as i64,
+        None => 2,
+    };
+    if slices < 1 {
+        return Err(AppError::Exception(
+            "java.lang.IllegalArgumentException: Positive number of partitions required".into(),
+        ));
+    }
+    let sc = SparkContext::new(env)?;
+    let n = (100_000 * slices).min(i32::MAX as i64);
+    let count = sc
+        .parallelize_range(1, n, 1, Some(slices as u32))?
+        .map(SAMPLE_OP, vec![])
+        .reduce("add")?;
+    let count = count.as_i64().unwrap_or(0);
+    env.println(format!(
+        "Pi is roughly {}",
+        crate::rdd::value::java_double_to_string(4.0 * count as f64 / (n - 1) as f64)
+    ));
+    sc.stop();
+    Ok(())
+}

@@ -1,0 +1,356 @@
+//! The DAGScheduler's event loop (Spark's DAGSchedulerEventProcessLoop) as an actor at
+//! `<driver>/dag-scheduler`. The core (`dag::DagScheduler`) decides; this actor feeds it
+//! job submissions and the TaskScheduler's callbacks (DagSchedulerEvent, sent by the
+//! DriverEndpoint) and carries out its actions: task sets go to the shared
+//! TaskSchedulerImpl followed by ReviveOffers to the DriverEndpoint, kills go to the
+//! DriverEndpoint, listener events to the listener bus, the 200 ms resubmit timer runs
+//! here, and a finished job completes its JobWaiter (a channel the application's thread
+//! waits on).
+//!
+//! Restart: the core and the waiters are kept by the supervisor, but the events queued at
+//! the failure are lost with the mailbox, so a new incarnation cannot trust its jobs to
+//! finish: as Spark does when its event loop fails, it fails every active job
+//! ("Job N cancelled because the DAGScheduler failed and was restarted") and goes on
+//! serving new ones.
+
+use std::collections::HashMap;
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, AsyncContext, Context, Handler};
+
+use super::dag::{DagAction, DagEvent, DagScheduler};
+use super::driver_endpoint::DriverEndpoint;
+use super::listener_bus::ListenerBusRef;
+use super::task::{KillTask, ReviveOffers, TaskResult};
+use super::task_scheduler::TaskSchedulerImpl;
+use super::task_set::SchedulerEvent;
+use crate::rdd::{Lineage, RddId, ResultFunc, Value};
+use crate::runtime::timers::run_later;
+use crate::runtime::{ActorPath, Kept, Me};
+
+/// What a job's waiter receives: one value per requested partition, or Spark's error.
+pub type JobOutcome = Result<Vec<Value>, String>;
+
+/// A DAGSchedulerEvent from the TaskScheduler side.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct DagSchedulerEvent(pub DagEvent);
+
+/// submitJob: answers the job id (or the reason the job is refused, e.g. a partition that
+/// does not exist); the outcome goes to `waiter` when the job ends.
+#[derive(actix::Message)]
+#[rtype(result = "Result<u32, String>")]
+pub struct SubmitJob {
+    pub lineage: Arc<Lineage>,
+    pub rdd: RddId,
+    pub partitions: Vec<u32>,
+    pub func: ResultFunc,
+    pub call_site: String,
+    pub properties: Vec<(String, String)>,
+    pub waiter: SyncSender<JobOutcome>,
+}
+
+/// cancelJob / cancelAllJobs (answers once the jobs have failed).
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct CancelJobs {
+    /// `None`: every active job.
+    pub job_id: Option<u32>,
+    pub reason: Option<String>,
+}
+
+/// What the DAGScheduler keeps across restarts.
+pub struct DagState {
+    pub core: DagScheduler,
+    pub waiters: HashMap<u32, SyncSender<JobOutcome>>,
+}
+
+impl std::fmt::Debug for DagState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DagState(active jobs {:?})", self.core.active_job_ids())
+    }
+}
+
+/// Turns a TaskScheduler event into the DAGSchedulerEvent it stands for (the events are
+/// moved once per task on the hot path, so the large Err variant is not boxed); KillTask and
+/// ReviveOffers are the backend's and come back as `Err`. `result` is the decoded result of
+/// the task whose FINISHED update produced the events, if any.
+#[allow(clippy::result_large_err)]
+pub fn to_dag_event(
+    ev: SchedulerEvent,
+    result: &mut Option<(u64, TaskResult)>,
+) -> Result<DagEvent, SchedulerEvent> {
+    Ok(match ev {
+        SchedulerEvent::ExecutorAdded { executor_id, host } => DagEvent::ExecutorAdded { executor_id, host },
+        SchedulerEvent::ExecutorLost { executor_id, reason } => {
+            DagEvent::ExecutorLost { executor_id, reason }
+        }
+        SchedulerEvent::TaskStarted {
+            stage_id,
+            stage_attempt_id,
+            task_info,
+        } => DagEvent::BeginEvent {
+            stage_id,
+            stage_attempt_id,
+            task_info,
+        },
+        SchedulerEvent::TaskEnded {
+            task_id,
+            stage_id,
+            stage_attempt_id,
+            index,
+            partition_id,
+            is_shuffle_map,
+            reason,
+            task_info,
+        } => {
+            let res = match result {
+                Some((tid, _)) if *tid == task_id && reason == super::events::TaskEndReason::Success => {
+                    result.take().map(|(_, r)| r)
+                }
+                _ => None,
+            };
+            DagEvent::CompletionEvent {
+                task_id,
+                stage_id,
+                stage_attempt_id,
+                index,
+                partition_id,
+                is_shuffle_map,
+                reason,
+                task_info,
+                result: res,
+            }
+        }
+        SchedulerEvent::TaskSetFailed {
+            stage_id,
+            stage_attempt_id,
+            message,
+        } => DagEvent::TaskSetFailed {
+            stage_id,
+            stage_attempt_id,
+            message,
+        },
+        SchedulerEvent::SpeculativeTaskSubmitted {
+            stage_id,
+            stage_attempt_id,
+            index,
+        } => DagEvent::SpeculativeTaskSubmitted {
+            stage_id,
+            stage_attempt_id,
+            index,
+        },
+        other @ (SchedulerEvent::KillTask { .. } | SchedulerEvent::ReviveOffers) => return Err(other),
+    })
+}
+
+/// The DAGScheduler actor; see the module docs.
+pub struct DAGScheduler {
+    me: Me,
+    state: Kept<DagState>,
+    task_scheduler: Kept<TaskSchedulerImpl>,
+    driver_endpoint: ActorPath,
+    bus: ListenerBusRef,
+    resubmit_armed: bool,
+}
+
+impl DAGScheduler {
+    pub fn new(
+        me: Me,
+        state: Kept<DagState>,
+        task_scheduler: Kept<TaskSchedulerImpl>,
+        driver_endpoint: ActorPath,
+        bus: ListenerBusRef,
+    ) -> Self {
+        DAGScheduler {
+            me,
+            state,
+            task_scheduler,
+            driver_endpoint,
+            bus,
+            resubmit_armed: false,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.me.clock().epoch_millis()
+    }
+
+    fn driver(&self) -> crate::rpc::EndpointRef<DriverEndpoint> {
+        self.me.endpoint(&self.driver_endpoint)
+    }
+
+    /// Feeds one event to the core and carries out everything it asks.
+    fn handle_event(&mut self, event: DagEvent, ctx: &mut Context<Self>) {
+        let now = self.now();
+        let actions = {
+            let mut st = self.state.lock();
+            st.core.handle(event, now);
+            st.core.take_actions()
+        };
+        self.perform(actions, ctx);
+    }
+
+    fn perform(&mut self, actions: Vec<DagAction>, ctx: &mut Context<Self>) {
+        for action in actions {
+            match action {
+                DagAction::SubmitTasks(task_set) => {
+                    let now = self.now();
+                    let events = {
+                        let mut ts = self.task_scheduler.lock();
+                        ts.submit_tasks(task_set, now);
+                        ts.take_events()
+                    };
+                    self.route(events, ctx);
+                }
+                DagAction::KillAllTaskAttempts { stage_id, reason } => {
+                    let events = {
+                        let mut ts = self.task_scheduler.lock();
+                        ts.kill_all_task_attempts(stage_id, &reason);
+                        ts.take_events()
+                    };
+                    self.route(events, ctx);
+                }
+                DagAction::CancelTasks { stage_id, reason } => {
+                    let events = {
+                        let mut ts = self.task_scheduler.lock();
+                        ts.cancel_tasks(stage_id, &reason);
+                        ts.take_events()
+                    };
+                    self.route(events, ctx);
+                }
+                DagAction::Post(event) => self.bus.post(event),
+                DagAction::ScheduleResubmit { delay_ms } => {
+                    if !self.resubmit_armed {
+                        self.resubmit_armed = true;
+                        let clock = self.me.clock().clone();
+                        run_later(
+                            ctx,
+                            &clock,
+                            Duration::from_millis(delay_ms),
+                            |act: &mut Self, ctx| {
+                                act.resubmit_armed = false;
+                                act.handle_event(DagEvent::ResubmitFailedStages, ctx);
+                            },
+                        );
+                    }
+                }
+                DagAction::JobEnded { job_id, result } => {
+                    let waiter = self.state.lock().waiters.remove(&job_id);
+                    match waiter {
+                        Some(w) => {
+                            let _ = w.try_send(result);
+                        }
+                        None => tracing::warn!(job_id, "Job {job_id} ended but nobody waits for it"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the TaskScheduler said while the DAGScheduler called it.
+    fn route(&mut self, events: Vec<SchedulerEvent>, ctx: &mut Context<Self>) {
+        let mut revive = false;
+        let mut none = None;
+        for ev in events {
+            match to_dag_event(ev, &mut none) {
+                Ok(dag_event) => ctx.notify(DagSchedulerEvent(dag_event)),
+                Err(SchedulerEvent::ReviveOffers) => revive = true,
+                Err(SchedulerEvent::KillTask {
+                    task_id,
+                    executor_id,
+                    interrupt_thread,
+                    reason,
+                }) => {
+                    let _ = self.driver().tell(KillTask {
+                        task_id,
+                        executor_id,
+                        interrupt_thread,
+                        reason,
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+        if revive {
+            let _ = self.driver().tell(ReviveOffers);
+        }
+    }
+}
+
+impl Actor for DAGScheduler {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.me.incarnation() <= 1 {
+            return;
+        }
+        let active = self.state.lock().core.active_job_ids();
+        if active.is_empty() {
+            return;
+        }
+        tracing::error!(
+            jobs = ?active,
+            "DAGScheduler restarted with {} active jobs; failing them (their events were lost with the failed incarnation)",
+            active.len()
+        );
+        self.handle_event(
+            DagEvent::AllJobsCancelled {
+                reason: Some("because the DAGScheduler failed and was restarted".into()),
+            },
+            ctx,
+        );
+    }
+}
+
+impl Handler<DagSchedulerEvent> for DAGScheduler {
+    type Result = ();
+
+    fn handle(&mut self, msg: DagSchedulerEvent, ctx: &mut Context<Self>) {
+        self.handle_event(msg.0, ctx);
+    }
+}
+
+impl Handler<SubmitJob> for DAGScheduler {
+    type Result = Result<u32, String>;
+
+    fn handle(&mut self, msg: SubmitJob, ctx: &mut Context<Self>) -> Result<u32, String> {
+        DagScheduler::check_partitions(&msg.lineage, msg.rdd, &msg.partitions)?;
+        let job_id = {
+            let mut st = self.state.lock();
+            let id = st.core.next_job_id();
+            st.waiters.insert(id, msg.waiter);
+            id
+        };
+        self.handle_event(
+            DagEvent::JobSubmitted {
+                job_id,
+                lineage: msg.lineage,
+                rdd: msg.rdd,
+                partitions: msg.partitions,
+                func: msg.func,
+                call_site: msg.call_site,
+                properties: msg.properties,
+            },
+            ctx,
+        );
+        Ok(job_id)
+    }
+}
+
+impl Handler<CancelJobs> for DAGScheduler {
+    type Result = ();
+
+    fn handle(&mut self, msg: CancelJobs, ctx: &mut Context<Self>) {
+        let event = match msg.job_id {
+            Some(job_id) => DagEvent::JobCancelled {
+                job_id,
+                reason: msg.reason,
+            },
+            None => DagEvent::AllJobsCancelled { reason: msg.reason },
+        };
+        self.handle_event(event, ctx);
+    }
+}

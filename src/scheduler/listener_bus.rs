@@ -1,0 +1,225 @@
+//! LiveListenerBus: carries SparkListener events from the DAGScheduler, the DriverEndpoint
+//! and the SparkContext to the listeners (the event log, the application's own listeners,
+//! later the ExecutorAllocationManager), in order, on its own actor.
+//!
+//! Posting goes through a [`ListenerBusRef`], which counts queued events against
+//! `spark.scheduler.listenerbus.eventqueue.capacity` (10000) and, as Spark does, drops an
+//! event when the queue is full (logging once per minute how many were dropped), so a slow
+//! listener never holds up the schedulers. With no listener registered nothing is sent. The
+//! listeners are kept by the supervisor: a restarted bus keeps them (the event log goes on
+//! in the same file); events queued at the failure are lost, as Spark loses the events of a
+//! listener that throws.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use actix::{Actor, Context, Handler};
+
+use super::events::SparkListenerEvent;
+use crate::rpc::EndpointRef;
+use crate::runtime::{Kept, Me};
+
+/// Something that wants the bus's events (Spark's SparkListenerInterface).
+pub trait SparkListener: Send {
+    /// Its name in logs.
+    fn name(&self) -> &str;
+    fn on_event(&mut self, event: &SparkListenerEvent);
+    /// The bus stops (the application ends): flush, close files.
+    fn on_stop(&mut self) {}
+}
+
+/// A listener that keeps every event (for tests and for applications that inspect a run).
+#[derive(Clone, Default)]
+pub struct CollectingListener {
+    events: Arc<Mutex<Vec<SparkListenerEvent>>>,
+}
+
+impl CollectingListener {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The events so far.
+    pub fn events(&self) -> Vec<SparkListenerEvent> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl SparkListener for CollectingListener {
+    fn name(&self) -> &str {
+        "CollectingListener"
+    }
+    fn on_event(&mut self, event: &SparkListenerEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event.clone());
+    }
+}
+
+/// What posters share with the bus: the queue count and whether anyone listens.
+#[derive(Debug, Default)]
+pub struct BusCounters {
+    queued: AtomicUsize,
+    listeners: AtomicUsize,
+    dropped: AtomicU64,
+}
+
+/// The listeners, kept across restarts of the bus.
+#[derive(Default)]
+pub struct BusState {
+    listeners: Vec<Box<dyn SparkListener>>,
+    stopped: bool,
+}
+
+impl std::fmt::Debug for BusState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.listeners.iter().map(|l| l.name()).collect();
+        write!(f, "BusState({names:?}, stopped={})", self.stopped)
+    }
+}
+
+/// Posts an event.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct Post(pub SparkListenerEvent);
+
+/// Registers a listener (answers once it will see every later event).
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct AddListener(pub Box<dyn SparkListener>);
+
+/// Delivers what is queued, then stops every listener (answers when they have stopped).
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct StopBus;
+
+/// The LiveListenerBus actor; see the module docs.
+pub struct LiveListenerBus {
+    me: Me,
+    state: Kept<BusState>,
+    counters: Arc<BusCounters>,
+}
+
+impl LiveListenerBus {
+    pub fn new(me: Me, state: Kept<BusState>, counters: Arc<BusCounters>) -> Self {
+        LiveListenerBus { me, state, counters }
+    }
+}
+
+impl Actor for LiveListenerBus {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        // Events queued for the previous incarnation were dropped with its mailbox.
+        self.counters.queued.store(0, Ordering::Release);
+        let n = self.state.lock().listeners.len();
+        self.counters.listeners.store(n, Ordering::Release);
+        let _ = &self.me;
+    }
+}
+
+impl Handler<Post> for LiveListenerBus {
+    type Result = ();
+
+    fn handle(&mut self, msg: Post, _: &mut Context<Self>) {
+        let _ = self
+            .counters
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| Some(q.saturating_sub(1)));
+        let mut st = self.state.lock();
+        if st.stopped {
+            return;
+        }
+        for l in st.listeners.iter_mut() {
+            l.on_event(&msg.0);
+        }
+    }
+}
+
+impl Handler<AddListener> for LiveListenerBus {
+    type Result = ();
+
+    fn handle(&mut self, msg: AddListener, _: &mut Context<Self>) {
+        let mut st = self.state.lock();
+        tracing::info!(listener = msg.0.name(), "Registered listener {}", msg.0.name());
+        st.listeners.push(msg.0);
+        self.counters
+            .listeners
+            .store(st.listeners.len(), Ordering::Release);
+    }
+}
+
+impl Handler<StopBus> for LiveListenerBus {
+    type Result = ();
+
+    fn handle(&mut self, _: StopBus, _: &mut Context<Self>) {
+        let mut st = self.state.lock();
+        if st.stopped {
+            return;
+        }
+        st.stopped = true;
+        for l in st.listeners.iter_mut() {
+            l.on_stop();
+        }
+        self.counters.listeners.store(0, Ordering::Release);
+        let dropped = self.counters.dropped.load(Ordering::Acquire);
+        tracing::info!(dropped_events = dropped, "Stopped the listener bus");
+    }
+}
+
+/// How posters reach the bus.
+#[derive(Clone)]
+pub struct ListenerBusRef {
+    bus: EndpointRef<LiveListenerBus>,
+    counters: Arc<BusCounters>,
+    capacity: usize,
+}
+
+impl std::fmt::Debug for ListenerBusRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ListenerBusRef({})", self.bus.path())
+    }
+}
+
+impl ListenerBusRef {
+    pub fn new(bus: EndpointRef<LiveListenerBus>, counters: Arc<BusCounters>, capacity: usize) -> Self {
+        ListenerBusRef {
+            bus,
+            counters,
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Whether any listener is registered (posters may skip building events otherwise).
+    pub fn has_listeners(&self) -> bool {
+        self.counters.listeners.load(Ordering::Acquire) > 0
+    }
+
+    /// Posts `event` unless nobody listens or the queue is full.
+    pub fn post(&self, event: SparkListenerEvent) {
+        if !self.has_listeners() {
+            return;
+        }
+        let queued = self.counters.queued.fetch_add(1, Ordering::AcqRel);
+        if queued >= self.capacity {
+            self.counters.queued.fetch_sub(1, Ordering::AcqRel);
+            let dropped = self.counters.dropped.fetch_add(1, Ordering::AcqRel);
+            if dropped == 0 || dropped.is_power_of_two() {
+                tracing::error!(
+                    dropped_events = dropped + 1,
+                    capacity = self.capacity,
+                    "Dropping event from queue appStatus. This likely means one of the listeners is too slow \
+                     and cannot keep up with the rate at which tasks are being started by the scheduler."
+                );
+            }
+            return;
+        }
+        if self.bus.tell(Post(event)).is_err() {
+            self.counters.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    pub fn endpoint(&self) -> &EndpointRef<LiveListenerBus> {
+        &self.bus
+    }
+}
