@@ -3,122 +3,13 @@
 //! that closes only its own connection, client mode refused, and Ctrl-C on `submit` (the
 //! application ends KILLED) and on the node (a clean stop). Every wait is bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkyard");
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-fn config_dir() -> String {
-    format!("{}/config", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Lines of a child's stream, read on a thread.
-fn lines(stream: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits (at most 20 s) for a line containing `text`; returns it.
-fn wait_for(rx: &Receiver<String>, text: &str, seen: &mut Vec<String>) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                seen.push(line.clone());
-                if line.contains(text) {
-                    return line;
-                }
-            }
-            Err(_) => panic!("no line containing {text:?}; saw:\n{}", seen.join("\n")),
-        }
-    }
-}
-
-/// Waits (at most 20 s) for a child to exit; kills it and fails otherwise.
-fn wait_exit(child: &mut Child) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process did not exit in time");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn interrupt(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-struct Node {
-    child: Child,
-    addr: String,
-    _logs: tempfile::TempDir,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_node() -> Node {
-    let logs = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args([
-            "node",
-            "--config-dir",
-            &config_dir(),
-            "--conf",
-            "yarn.resourcemanager.address=127.0.0.1:0",
-        ])
-        .args(["--log-dir", logs.path().to_str().unwrap()])
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = lines(child.stdout.take().unwrap());
-    let ready = wait_for(&out, "ResourceManager listening on", &mut Vec::new());
-    let addr = ready
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .expect("an address in the readiness line")
-        .to_string();
-    Node {
-        child,
-        addr,
-        _logs: logs,
-    }
-}
-
-fn submit(node: &Node, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["submit", "--config-dir", &config_dir(), "--master", "yarn"])
-        .args(["--conf", &format!("yarn.resourcemanager.address={}", node.addr)])
-        .args(["--conf", "spark.yarn.report.interval=100ms"])
-        .args(args)
-        .env_remove("RUST_LOG");
-    cmd
-}
+use common::process::{config_dir, interrupt, lines, start_node, submit, wait_exit, wait_for, BIN};
 
 fn app_id_in(line: &str) -> String {
     line.split_whitespace()

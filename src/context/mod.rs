@@ -365,9 +365,10 @@ impl SparkContext {
             return;
         }
         tracing::info!("Stopping SparkContext");
+        // Spark 4's stop() is stop(0): the end event carries exit code 0.
         self.bus.post(SparkListenerEvent::ApplicationEnd {
             time: self.env.cluster.clock().epoch_millis(),
-            exit_code: None,
+            exit_code: Some(0),
         });
         let bound = ask_bound(&self.env.conf);
         let cluster = self.env.cluster.clone();

@@ -215,6 +215,7 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
             stages: StageCache::default(),
             log_ctx: self.me.log_ctx().clone(),
             fetch_timeout: self.ask_timeout,
+            executor_token: self.me.cancel_token().clone(),
         };
         self.executor = Some(Executor {
             executor_id: executor_id.clone(),

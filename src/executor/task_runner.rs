@@ -78,10 +78,23 @@ pub struct ExecutorHandle {
     pub log_ctx: Arc<LogCtx>,
     /// Bound of one remote shuffle fetch.
     pub fetch_timeout: Duration,
+    /// The executor incarnation's token: once it fires the executor is gone, and its task
+    /// threads report nothing more (a dead executor process says nothing either; the driver
+    /// learns of the loss and fails the tasks as executor-lost).
+    pub executor_token: CancelToken,
 }
 
 impl ExecutorHandle {
     fn send_status(&self, task_id: u64, state: TaskState, data: Vec<u8>, cpus: u32) {
+        if self.executor_token.is_cancelled() {
+            tracing::info!(
+                task_id,
+                state = state.as_str(),
+                "Not reporting TID {task_id} {}: the executor is gone",
+                state.as_str()
+            );
+            return;
+        }
         let update = StatusUpdate {
             executor_id: self.executor_id.clone(),
             task_id,
