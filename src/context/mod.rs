@@ -36,7 +36,7 @@ use crate::scheduler::driver_endpoint::DriverEndpoint;
 use crate::scheduler::event_logging_listener::EventLoggingListener;
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::{AddListener, ListenerBusRef, LiveListenerBus, SparkListener};
-use crate::scheduler::messages::{ExecutorSummary, GetExecutors};
+use crate::scheduler::messages::{AwaitExecutors, ExecutorSummary, GetExecutors};
 
 /// How an application's `main` failed: Spark's exception, or SparkUserAppException's
 /// exit status.
@@ -319,15 +319,25 @@ impl SparkContext {
         let clock = self.env.cluster.clock().clone();
         let deadline = clock.now() + limit;
         loop {
-            let count = self.executors()?.len();
-            if count >= n || clock.now() >= deadline {
-                return Ok(count);
+            let left = deadline.saturating_sub(clock.now());
+            let ask = self.driver().ask(AwaitExecutors { count: n }, left);
+            match block_on(&self.env.cluster, ask, left + Duration::from_secs(5)) {
+                Ok(Ok(count)) if count >= n => return Ok(count),
+                _ => {
+                    self.env.cancel.check()?;
+                    if clock.now() >= deadline {
+                        return Ok(self.executors()?.len());
+                    }
+                    // The endpoint was restarting: ask again shortly.
+                    clock.blocking_sleep(Duration::from_millis(10), Some(&self.env.cancel))?;
+                }
             }
-            clock.blocking_sleep(Duration::from_millis(20), Some(&self.env.cancel))?;
         }
     }
 
-    /// TaskSchedulerImpl.waitBackendReady.
+    /// TaskSchedulerImpl.waitBackendReady: until the registered executors reach
+    /// `spark.scheduler.minRegisteredResourcesRatio` of those expected, or
+    /// `spark.scheduler.maxRegisteredResourcesWaitingTime` has passed.
     fn wait_backend_ready(&self) -> Result<(), AppError> {
         let conf = &self.env.conf;
         let ratio = conf
@@ -337,25 +347,21 @@ impl SparkContext {
             .get(&conf::SCHEDULER_MAX_REGISTERED_RESOURCE_WAITING_TIME)
             .unwrap_or(Duration::from_secs(30));
         let expected = self.initial_target_executors() as f64;
-        let clock = self.env.cluster.clock().clone();
-        let start = clock.now();
-        loop {
-            let registered = self.executors()?.len() as f64;
-            if registered >= expected * ratio {
-                tracing::info!(
-                    "SchedulerBackend is ready for scheduling beginning after reached minRegisteredResourcesRatio: {ratio}"
-                );
-                return Ok(());
-            }
-            if clock.now().saturating_sub(start) >= max_wait {
-                tracing::info!(
-                    "SchedulerBackend is ready for scheduling beginning after waiting maxRegisteredResourcesWaitingTime: {}(ms)",
-                    max_wait.as_millis()
-                );
-                return Ok(());
-            }
-            clock.blocking_sleep(Duration::from_millis(100).min(max_wait), Some(&self.env.cancel))?;
+        let needed = (expected * ratio).ceil().max(0.0) as usize;
+        let registered = self.wait_for_executors(needed, max_wait)?;
+        if registered >= needed {
+            tracing::info!(
+                registered,
+                "SchedulerBackend is ready for scheduling beginning after reached minRegisteredResourcesRatio: {ratio}"
+            );
+        } else {
+            tracing::info!(
+                registered,
+                "SchedulerBackend is ready for scheduling beginning after waiting maxRegisteredResourcesWaitingTime: {}(ms)",
+                max_wait.as_millis()
+            );
         }
+        Ok(())
     }
 
     /// Stops the context: executors are told to stop, the executor target goes to 0, the

@@ -123,6 +123,8 @@ pub struct DriverEndpoint {
     stopping: bool,
     /// A ReviveOffers to self is queued (the TaskScheduler's requests coalesce).
     revive_queued: bool,
+    /// AwaitExecutors asks not answered yet: (count wanted, reply).
+    executor_waiters: Vec<(usize, tokio::sync::oneshot::Sender<usize>)>,
     max_rpc_message_size: u64,
 }
 
@@ -138,6 +140,7 @@ impl DriverEndpoint {
             state,
             stopping: false,
             revive_queued: false,
+            executor_waiters: Vec::new(),
             max_rpc_message_size,
         }
     }
@@ -332,6 +335,30 @@ impl DriverEndpoint {
         }
     }
 
+    /// Executors registered and not pending a loss reason.
+    fn active_executors(&self) -> usize {
+        let st = self.state.lock();
+        st.executors
+            .keys()
+            .filter(|id| !st.pending_loss_reason.contains(*id))
+            .count()
+    }
+
+    /// Answers the AwaitExecutors asks that are satisfied now.
+    fn wake_executor_waiters(&mut self) {
+        if self.executor_waiters.is_empty() {
+            return;
+        }
+        let active = self.active_executors();
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.executor_waiters)
+            .into_iter()
+            .partition(|(n, _)| *n <= active);
+        self.executor_waiters = waiting;
+        for (_, tx) in ready {
+            let _ = tx.send(active);
+        }
+    }
+
     fn post(&self, event: SparkListenerEvent) {
         self.links.bus.post(event);
     }
@@ -447,6 +474,7 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
             total_cores: msg.cores,
             resource_profile_id: msg.resource_profile_id,
         });
+        self.wake_executor_waiters();
         Ok(true)
     }
 }
@@ -692,5 +720,19 @@ impl Handler<KillTask> for DriverEndpoint {
 
     fn handle(&mut self, msg: KillTask, _: &mut Context<Self>) {
         self.kill_task(msg);
+    }
+}
+
+impl Handler<AwaitExecutors> for DriverEndpoint {
+    type Result = actix::ResponseFuture<usize>;
+
+    fn handle(&mut self, msg: AwaitExecutors, _: &mut Context<Self>) -> Self::Result {
+        let active = self.active_executors();
+        if active >= msg.count {
+            return Box::pin(async move { active });
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.executor_waiters.push((msg.count, tx));
+        Box::pin(async move { rx.await.unwrap_or(active) })
     }
 }

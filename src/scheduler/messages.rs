@@ -137,3 +137,12 @@ pub struct ExecutorSummary {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
 #[rtype(result = "Vec<ExecutorSummary>")]
 pub struct GetExecutors;
+
+/// Answers once at least `count` executors are registered (and active), with how many are;
+/// the asker's time-out bounds the wait (SparkContext's readiness and applications waiting
+/// for executors wait on this event instead of polling).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "usize")]
+pub struct AwaitExecutors {
+    pub count: usize,
+}
