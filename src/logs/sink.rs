@@ -12,9 +12,11 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{LineWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -25,11 +27,27 @@ pub const CONTAINER_LOG_FILE: &str = "sparkyard.jsonl";
 /// File name of a container's application output.
 pub const CONTAINER_STDOUT_FILE: &str = "stdout";
 
+/// How often buffered records reach the files (a reader of a live node's logs is at most
+/// this far behind; a clean stop flushes everything).
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Buffer of one log file.
+const FILE_BUFFER: usize = 64 * 1024;
+
 /// One cluster's log destination.
+///
+/// Records are appended to buffered files (one system call per 64 KiB, not per record,
+/// which matters at a hundred thousand task records a second); a flusher thread writes the
+/// buffers out every [`FLUSH_INTERVAL`] while anything is pending, and dropping the sink (a
+/// cluster's shutdown) flushes the rest.
 pub struct LogSink {
+    /// Unique in the process (the thread-local file cache tells sinks apart by it).
+    id: usize,
     dir: Option<PathBuf>,
     clock: Clock,
-    files: Mutex<HashMap<PathBuf, Option<LineWriter<File>>>>,
+    /// Open files by `node \0 app \0 container` (`None`: the file could not be opened).
+    files: Mutex<HashMap<String, Arc<LogFile>>>,
+    dirty: AtomicBool,
     capture: Option<Mutex<Vec<Value>>>,
 }
 
@@ -44,6 +62,17 @@ impl std::fmt::Debug for LogSink {
     }
 }
 
+/// One open log file (`None` once it could not be opened or written).
+type LogFile = Mutex<Option<BufWriter<File>>>;
+
+/// The file a thread wrote its last record to: (sink, node, app, container) and the file.
+/// A thread logs for one actor at a time, so this spares the map lookup almost always.
+type LastFile = Option<(usize, String, String, String, Arc<LogFile>)>;
+
+thread_local! {
+    static LAST_FILE: std::cell::RefCell<LastFile> = const { std::cell::RefCell::new(None) };
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -51,12 +80,38 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl LogSink {
     /// A sink writing under `dir` (if any) and keeping records in memory if `capture`.
     pub fn new(dir: Option<PathBuf>, capture: bool, clock: Clock) -> LogSink {
+        static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         LogSink {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             dir,
             clock,
             files: Mutex::new(HashMap::new()),
+            dirty: AtomicBool::new(false),
             capture: capture.then(|| Mutex::new(Vec::new())),
         }
+    }
+
+    /// Starts the thread that flushes this sink's files while it lives (a sink without a
+    /// directory needs none).
+    pub fn start_flusher(sink: &Arc<LogSink>) {
+        if sink.dir.is_none() {
+            return;
+        }
+        let weak: Weak<LogSink> = Arc::downgrade(sink);
+        let _ = std::thread::Builder::new()
+            .name("sparkyard-log-flusher".into())
+            .spawn(move || loop {
+                std::thread::sleep(FLUSH_INTERVAL);
+                let Some(sink) = weak.upgrade() else { break };
+                if sink.dirty.swap(false, Ordering::AcqRel) {
+                    sink.flush();
+                }
+            });
+    }
+
+    /// Whether records are kept in memory (tests).
+    pub fn captures(&self) -> bool {
+        self.capture.is_some()
     }
 
     pub fn dir(&self) -> Option<&Path> {
@@ -89,13 +144,71 @@ impl LogSink {
 
     /// Writes one formatted record (`line` has no newline) and captures its value.
     pub fn write(&self, record: &Value, line: &str) {
-        if let Some(capture) = &self.capture {
+        let field = |k: &str| record.get(k).and_then(Value::as_str);
+        self.write_line(
+            field("node"),
+            field("app_id"),
+            field("container_id"),
+            line.as_bytes(),
+            Some(record),
+        );
+    }
+
+    /// Writes one formatted record (`line` has no newline) to the file of its node, app and
+    /// container; captures `record` if this sink captures.
+    pub fn write_line(
+        &self,
+        node: Option<&str>,
+        app_id: Option<&str>,
+        container_id: Option<&str>,
+        line: &[u8],
+        record: Option<&Value>,
+    ) {
+        if let (Some(capture), Some(record)) = (&self.capture, record) {
             lock(capture).push(record.clone());
         }
         let Some(dir) = &self.dir else { return };
-        let field = |k: &str| record.get(k).and_then(Value::as_str);
-        let path = Self::file_for(dir, field("node"), field("app_id"), field("container_id"));
-        self.append(&path, line.as_bytes(), true);
+        let (node, app, container) = (
+            node.unwrap_or(""),
+            app_id.unwrap_or(""),
+            container_id.unwrap_or(""),
+        );
+        let me = self.id;
+        let cached = LAST_FILE
+            .try_with(|last| {
+                last.borrow().as_ref().and_then(|(s, n, a, c, f)| {
+                    (*s == me && n == node && a == app && c == container).then(|| f.clone())
+                })
+            })
+            .ok()
+            .flatten();
+        let file = match cached {
+            Some(f) => f,
+            None => {
+                let key = format!("{node}\0{app}\0{container}");
+                let f = lock(&self.files)
+                    .entry(key)
+                    .or_insert_with(|| {
+                        let path =
+                            Self::file_for(dir, Some(node).filter(|n| !n.is_empty()), app_id, container_id);
+                        Arc::new(Mutex::new(open(&path)))
+                    })
+                    .clone();
+                let _ = LAST_FILE.try_with(|last| {
+                    *last.borrow_mut() = Some((me, node.into(), app.into(), container.into(), f.clone()))
+                });
+                f
+            }
+        };
+        let mut slot = lock(&file);
+        if let Some(writer) = slot.as_mut() {
+            if let Err(e) = writer.write_all(line).and_then(|_| writer.write_all(b"\n")) {
+                eprintln!("sparkyard: cannot write a log file: {e}; its records are dropped");
+                *slot = None;
+            }
+        }
+        drop(slot);
+        self.dirty.store(true, Ordering::Release);
     }
 
     /// Appends application output to a container's `stdout` file.
@@ -110,9 +223,12 @@ impl LogSink {
     }
 
     fn append(&self, path: &Path, bytes: &[u8], newline: bool) {
-        let mut files = lock(&self.files);
-        let slot = files.entry(path.to_path_buf()).or_insert_with(|| open(path));
-        if let Some(writer) = slot {
+        let file = lock(&self.files)
+            .entry(path.to_string_lossy().into_owned())
+            .or_insert_with(|| Arc::new(Mutex::new(open(path))))
+            .clone();
+        let mut slot = lock(&file);
+        if let Some(writer) = slot.as_mut() {
             let res = writer.write_all(bytes).and_then(|_| {
                 if newline {
                     writer.write_all(b"\n")
@@ -132,8 +248,11 @@ impl LogSink {
 
     /// Flushes every open file.
     pub fn flush(&self) {
-        for writer in lock(&self.files).values_mut().flatten() {
-            let _ = writer.flush();
+        let files: Vec<Arc<LogFile>> = lock(&self.files).values().cloned().collect();
+        for f in files {
+            if let Some(w) = lock(&f).as_mut() {
+                let _ = w.flush();
+            }
         }
     }
 
@@ -157,14 +276,14 @@ impl LogSink {
     }
 }
 
-fn open(path: &Path) -> Option<LineWriter<File>> {
+fn open(path: &Path) -> Option<BufWriter<File>> {
     let result = path
         .parent()
         .map(std::fs::create_dir_all)
         .unwrap_or(Ok(()))
         .and_then(|_| OpenOptions::new().create(true).append(true).open(path));
     match result {
-        Ok(f) => Some(LineWriter::new(f)),
+        Ok(f) => Some(BufWriter::with_capacity(FILE_BUFFER, f)),
         Err(e) => {
             eprintln!(
                 "sparkyard: cannot open log file {}: {e}; its records are dropped",

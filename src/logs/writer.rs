@@ -150,17 +150,145 @@ pub struct JsonLayer {
 }
 
 impl JsonLayer {
-    fn console_shows(&self, level: &Level, record: &Value) -> bool {
+    fn console_shows(&self, level: &Level, actor: Option<&str>) -> bool {
         let Some(prefixes) = &self.quiet_except else {
             return true;
         };
         if *level <= Level::WARN {
             return true;
         }
-        match record.get("actor").and_then(Value::as_str) {
+        match actor {
             Some(actor) => prefixes.iter().any(|p| actor.starts_with(p.as_str())),
             None => *level <= Level::INFO,
         }
+    }
+}
+
+/// JSON-escapes `s` into `out` (quotes included).
+fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        match esc {
+            Some(e) => out.extend_from_slice(e),
+            None => {
+                let _ = std::io::Write::write_fmt(out, format_args!("\\u{:04x}", b));
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Writes the record of one event as a JSON line into `out`, with the keys in the order
+/// [`build_record`] gives them, without building a JSON value first (the hot path: files).
+fn write_record(out: &mut Vec<u8>, ts: SystemTime, level: &Level, fields: &Fields, ctx: Option<&LogCtx>) {
+    out.push(b'{');
+    let mut first = true;
+    let mut key = |out: &mut Vec<u8>, k: &str| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        write_json_str(out, k);
+        out.push(b':');
+    };
+    for k in HEADER_KEYS.iter().chain(ID_KEYS.iter()).copied() {
+        match k {
+            "ts" => {
+                key(out, k);
+                let _ = std::io::Write::write_fmt(
+                    out,
+                    format_args!("\"{}\"", humantime::format_rfc3339_micros(ts)),
+                );
+            }
+            "level" => {
+                key(out, k);
+                write_json_str(out, level_name(level));
+            }
+            "msg" => {
+                key(out, k);
+                write_json_str(out, &fields.msg);
+            }
+            _ => {
+                if let Some((_, v)) = fields.fields.iter().find(|(f, _)| *f == k) {
+                    key(out, k);
+                    let _ = serde_json::to_writer(&mut *out, v);
+                } else if let Some(c) = ctx {
+                    match k {
+                        "incarnation" | "attempt" => {
+                            let n = if k == "attempt" {
+                                c.attempt.map(u64::from)
+                            } else {
+                                c.incarnation
+                            };
+                            if let Some(n) = n {
+                                key(out, k);
+                                let _ = std::io::Write::write_fmt(out, format_args!("{n}"));
+                            }
+                        }
+                        "actor_type" => {
+                            if let Some(t) = c.actor_type {
+                                key(out, k);
+                                write_json_str(out, t);
+                            }
+                        }
+                        _ => {
+                            if let Some(v) = ctx_str(c, k) {
+                                key(out, k);
+                                write_json_str(out, v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, v) in &fields.fields {
+        if HEADER_KEYS.contains(k) || ID_KEYS.contains(k) {
+            continue;
+        }
+        key(out, k);
+        let _ = serde_json::to_writer(&mut *out, v);
+    }
+    out.push(b'}');
+}
+
+/// A string field of the log context.
+fn ctx_str<'a>(ctx: &'a LogCtx, key: &str) -> Option<&'a str> {
+    match key {
+        "cluster" => ctx.cluster.as_deref(),
+        "node" => ctx.node.as_deref(),
+        "actor" => ctx.actor.as_deref(),
+        "app_id" => ctx.app_id.as_deref(),
+        "container_id" => ctx.container_id.as_deref(),
+        "executor_id" => ctx.executor_id.as_deref(),
+        _ => None,
+    }
+}
+
+/// The record's value of a routing id: a field of that name, else the log context's.
+fn routing_id<'a>(fields: &'a Fields, ctx: Option<&'a LogCtx>, key: &str) -> Option<&'a str> {
+    match fields.fields.iter().find(|(k, _)| *k == key) {
+        Some((_, v)) => v.as_str(),
+        None => ctx.and_then(|c| ctx_str(c, key)),
     }
 }
 
@@ -168,42 +296,62 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
+        let level = event.metadata().level();
         let log_ctx = ctx::current();
-        let cluster_sink = log_ctx
-            .as_ref()
+        let ctx_ref = log_ctx.as_deref();
+        let cluster_sink = ctx_ref
             .and_then(|c| c.cluster.as_deref())
             .and_then(sink::sink_for);
         let ts = cluster_sink
             .as_ref()
             .map(|s| s.clock().wall())
             .unwrap_or_else(SystemTime::now);
-        let record = Value::Object(build_record(
-            ts,
-            event.metadata().level(),
-            fields,
-            log_ctx.as_deref(),
-        ));
-        let line = record.to_string();
+        let actor = routing_id(&fields, ctx_ref, "actor");
+        let console = self.console != Console::Off && self.console_shows(level, actor);
+        let captures = cluster_sink.as_ref().is_some_and(|s| s.captures());
+        let mut line = Vec::with_capacity(512 + fields.msg.len());
+        write_record(&mut line, ts, level, &fields, ctx_ref);
+        // The JSON value is built only where it is needed: captured for tests, or shown as
+        // a readable line on the console.
+        let record = (captures || (console && self.console == Console::Human))
+            .then(|| Value::Object(build_record(ts, level, fields_clone(&fields), ctx_ref)));
         if let Some(s) = &cluster_sink {
-            s.write(&record, &line);
+            s.write_line(
+                routing_id(&fields, ctx_ref, "node"),
+                routing_id(&fields, ctx_ref, "app_id"),
+                routing_id(&fields, ctx_ref, "container_id"),
+                &line,
+                record.as_ref(),
+            );
         }
-        if !self.console_shows(event.metadata().level(), &record) {
+        if !console {
             return;
         }
         match self.console {
             Console::Off => {}
             Console::Json => {
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(&line);
+                let _ = err.write_all(b"\n");
             }
             Console::Human => {
-                let opts = HumanFormat {
-                    full_timestamp: false,
-                    color: self.color,
-                    show_node: true,
-                };
-                let _ = writeln!(std::io::stderr().lock(), "{}", format_human(&record, &opts));
+                if let Some(record) = &record {
+                    let opts = HumanFormat {
+                        full_timestamp: false,
+                        color: self.color,
+                        show_node: true,
+                    };
+                    let _ = writeln!(std::io::stderr().lock(), "{}", format_human(record, &opts));
+                }
             }
         }
+    }
+}
+
+fn fields_clone(f: &Fields) -> Fields {
+    Fields {
+        msg: f.msg.clone(),
+        fields: f.fields.clone(),
     }
 }
 
@@ -295,6 +443,36 @@ mod tests {
         assert_eq!(rec["incarnation"], 3);
         assert_eq!(rec["ts"], "1970-01-01T00:00:00.000000Z");
         assert_eq!(rec["msg"], "restarted");
+        // The line written to files has the same keys, order and values.
+        let fields = Fields {
+            msg: "restarted \"now\"\n\u{1}".into(),
+            fields: vec![
+                ("extra", Value::Bool(true)),
+                ("event", Value::String("actor_restarted".into())),
+                ("incarnation", Value::Number(3.into())),
+            ],
+        };
+        let mut line = Vec::new();
+        write_record(
+            &mut line,
+            SystemTime::UNIX_EPOCH,
+            &Level::INFO,
+            &fields,
+            Some(&ctx),
+        );
+        let parsed: Value = serde_json::from_slice(&line).unwrap();
+        let built = Value::Object(build_record(
+            SystemTime::UNIX_EPOCH,
+            &Level::INFO,
+            fields,
+            Some(&ctx),
+        ));
+        assert_eq!(parsed, built);
+        assert_eq!(
+            serde_json::to_string(&parsed).unwrap(),
+            String::from_utf8(line).unwrap(),
+            "same key order"
+        );
     }
 
     #[test]

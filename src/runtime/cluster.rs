@@ -108,6 +108,7 @@ impl ClusterBuilder {
         let mut log = LogCtx::cluster(&id);
         log.node = Some(Arc::from(self.node.as_deref().unwrap_or("local")));
         let sink = Arc::new(LogSink::new(self.log_dir, self.capture, clock.clone()));
+        LogSink::start_flusher(&sink);
         sink::register(id.clone(), sink.clone());
         Ok(Cluster {
             inner: Arc::new(Inner {

@@ -1,0 +1,236 @@
+//! Benchmarks of the driver side, whole path (`cargo bench --bench jobs`):
+//!
+//! 1. MapCount submit-to-result: the release binary's `sparkyard submit` of MapCount on the
+//!    embedded cluster, whole process (start, cluster, AM, executors, job, exit), median
+//!    wall time of several runs.
+//! 2. Tiny-task throughput: jobs of 1,000, 10,000 and 100,000 one-record tasks through the
+//!    whole path (DAGScheduler, TaskSchedulerImpl, DriverEndpoint, LaunchTask, the
+//!    executor's pool, StatusUpdate, TaskSetManager, back to the DAGScheduler) on 2
+//!    executors of 4 cores and on 100 executors; tasks per second and µs per task.
+//! 3. Flatness: 10,000 tasks on 2, 10, 100 and 1,000 executors of 1 core: the cost per
+//!    task must not grow with the number of executors.
+//!
+//! The cluster logs at INFO to files in a temporary directory, as `sparkyard node` does
+//! (`SPARKYARD_BENCH_LOG=warn` for the cost without per-task records,
+//! `SPARKYARD_BENCH_NOFILES=1` for records formatted but not written). Each figure is the
+//! median of `RUNS` jobs after a warm-up job. `cargo bench --bench jobs -- <part>` runs one
+//! part: `mapcount`, `throughput` or `flatness`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sparkyard::conf::{NodeSpec, SparkConf};
+use sparkyard::context::{AppEnv, AppError, SparkContext};
+use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, RmConnection};
+use sparkyard::logs::{Console, LogInit};
+use sparkyard::runtime::Cluster;
+use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
+use sparkyard::yarn::resource_manager::ResourceManager;
+
+const RUNS: usize = 5;
+
+/// (tasks, seconds) of every job the bench application ran.
+static RESULTS: Mutex<Vec<(u32, f64)>> = Mutex::new(Vec::new());
+
+/// Runs, for each task count in its arguments, a warm-up job and `RUNS` timed jobs of that
+/// many one-record tasks (`parallelize(0 until n, n).count()`).
+fn tiny_tasks(env: &AppEnv) -> Result<(), AppError> {
+    let sizes: Vec<u32> = env.args().iter().filter_map(|a| a.parse().ok()).collect();
+    let sc = SparkContext::new(env)?;
+    for n in sizes {
+        for run in 0..=RUNS {
+            let t = Instant::now();
+            let count = sc.parallelize_range(0, n as i64, 1, Some(n))?.count()?;
+            let secs = t.elapsed().as_secs_f64();
+            assert_eq!(count, n as u64);
+            if run > 0 {
+                RESULTS.lock().unwrap().push((n, secs));
+            }
+        }
+    }
+    sc.stop();
+    Ok(())
+}
+
+fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+/// Runs the bench application on `executors` executors of `cores` cores; answers, per task
+/// count, the median job time.
+fn throughput(
+    executors: u32,
+    cores: u32,
+    sizes: &[u32],
+    log_dir: &std::path::Path,
+) -> Vec<(u32, (f64, f64, f64))> {
+    RESULTS.lock().unwrap().clear();
+    let sys = actix::System::new();
+    let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    let log_dir = log_dir.to_path_buf();
+    sys.block_on(async move {
+        let cluster = if std::env::var("SPARKYARD_BENCH_NOFILES").is_ok() {
+            Cluster::builder().node("rmhost").build().unwrap()
+        } else {
+            Cluster::builder()
+                .log_dir(&log_dir)
+                .node("rmhost")
+                .build()
+                .unwrap()
+        };
+        let nodes: Vec<NodeSpec> = (1..=4)
+            .map(|i| NodeSpec {
+                host: format!("host{i}"),
+                rack: "/rack1".into(),
+                memory_mb: 4_000_000,
+                vcores: 100_000,
+            })
+            .collect();
+        start_node(&cluster, &SparkConf::new(), &nodes, "rmhost", None).unwrap();
+        wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let rm = RmConnection::Local(cluster.endpoint::<ResourceManager>(&rm_path()));
+        let mut conf = SparkConf::new();
+        conf.set("spark.executor.instances", executors.to_string())
+            .set("spark.executor.cores", cores.to_string())
+            .set("spark.executor.memory", "512m")
+            .set("spark.yarn.report.interval", "100ms")
+            .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
+            .set("spark.yarn.maxAppAttempts", "1");
+        let args = ClientArgs {
+            conf: Arc::new(conf),
+            main_class: "bench.TinyTasks".into(),
+            primary_resource: "bench.jar".into(),
+            app_args: sizes_s,
+            client_mode_driver: None,
+        };
+        let app = submit_application(&rm, &args).await.unwrap();
+        let outcome = follow_application(&rm, &args, app).await;
+        assert!(outcome.verdict.is_ok(), "{:?}", outcome.verdict);
+        cluster.shutdown(Duration::from_secs(10)).await;
+    });
+    let results = RESULTS.lock().unwrap().clone();
+    sizes
+        .iter()
+        .map(|&n| {
+            (
+                n,
+                median(results.iter().filter(|(m, _)| *m == n).map(|(_, s)| *s).collect()),
+            )
+        })
+        .collect()
+}
+
+fn map_count_submit() {
+    let bin = env!("CARGO_BIN_EXE_sparkyard");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config");
+    let mut times = Vec::new();
+    for run in 0..=15 {
+        let logs = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let out = std::process::Command::new(bin)
+            .args([
+                "submit",
+                "--config-dir",
+                config,
+                "--log-dir",
+                logs.path().to_str().unwrap(),
+            ])
+            .args(["--class", "sparkyard.examples.MapCount", "x.jar"])
+            .output()
+            .unwrap();
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Count: 10"));
+        if run > 0 {
+            times.push(ms);
+        }
+    }
+    let (m, lo, hi) = median(times);
+    println!("MapCount submit-to-result, whole process (client mode): median {m:.1} ms [{lo:.1}..{hi:.1}]");
+    let mut times = Vec::new();
+    for run in 0..=15 {
+        let logs = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let out = std::process::Command::new(bin)
+            .args([
+                "submit",
+                "--config-dir",
+                config,
+                "--log-dir",
+                logs.path().to_str().unwrap(),
+            ])
+            .args([
+                "--deploy-mode",
+                "cluster",
+                "--class",
+                "sparkyard.examples.MapCount",
+                "x.jar",
+            ])
+            .output()
+            .unwrap();
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Count: 10"));
+        if run > 0 {
+            times.push(ms);
+        }
+    }
+    let (m, lo, hi) = median(times);
+    println!(
+        "MapCount submit-to-result, whole process (cluster mode): median {m:.1} ms [{lo:.1}..{hi:.1}]\n"
+    );
+}
+
+fn main() {
+    let level = std::env::var("SPARKYARD_BENCH_LOG").unwrap_or_else(|_| "info".into());
+    sparkyard::logs::init(&LogInit {
+        level: Some(level.clone()),
+        console: Console::Off,
+        console_quiet_except: None,
+    })
+    .expect("subscriber");
+    sparkyard::apps::register_application("bench.TinyTasks", tiny_tasks);
+    let filter = std::env::args()
+        .nth(1)
+        .filter(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    println!(
+        "sparkyard job benchmarks (logs at {level} to files; median of {RUNS} jobs, min..max in brackets)\n"
+    );
+    if filter.is_empty() || filter == "mapcount" {
+        map_count_submit();
+    }
+    let logs = tempfile::tempdir().unwrap();
+    let report = |label: &str, rows: Vec<(u32, (f64, f64, f64))>| {
+        for (n, (m, lo, hi)) in rows {
+            println!(
+                "{label}, {n:>6} tasks: {:>8.0} tasks/s, {:>6.2} µs/task  [{:.0}..{:.0} ms per job]",
+                n as f64 / m,
+                m * 1e6 / n as f64,
+                lo * 1000.0,
+                hi * 1000.0
+            );
+        }
+    };
+    if filter.is_empty() || filter == "throughput" {
+        report(
+            "2 executors x 4 cores",
+            throughput(2, 4, &[1_000, 10_000, 100_000], logs.path()),
+        );
+        report(
+            "100 executors x 4 cores",
+            throughput(100, 4, &[1_000, 10_000, 100_000], logs.path()),
+        );
+        println!();
+    }
+    if filter.is_empty() || filter == "flatness" {
+        for executors in [2, 10, 100, 1000] {
+            report(
+                &format!("{executors:>4} executors x 1 core"),
+                throughput(executors, 1, &[10_000], logs.path()),
+            );
+        }
+    }
+}
