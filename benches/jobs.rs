@@ -59,16 +59,12 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 /// Runs the bench application on `executors` executors of `cores` cores; answers, per task
 /// count, the median job time.
-fn throughput(
-    executors: u32,
-    cores: u32,
-    sizes: &[u32],
-    log_dir: &std::path::Path,
-) -> Vec<(u32, (f64, f64, f64))> {
+fn throughput(executors: u32, cores: u32, sizes: &[u32]) -> Vec<(u32, (f64, f64, f64))> {
     RESULTS.lock().unwrap().clear();
+    let logs = tempfile::tempdir().unwrap();
     let sys = actix::System::new();
     let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
-    let log_dir = log_dir.to_path_buf();
+    let log_dir = logs.path().to_path_buf();
     sys.block_on(async move {
         let cluster = if std::env::var("SPARKYARD_BENCH_NOFILES").is_ok() {
             Cluster::builder().node("rmhost").build().unwrap()
@@ -202,7 +198,8 @@ fn main() {
     if filter.is_empty() || filter == "mapcount" {
         map_count_submit();
     }
-    let logs = tempfile::tempdir().unwrap();
+    // Each cluster logs into a directory of its own, removed after its runs (a 100,000-task
+    // job writes about 160 MB of records).
     let report = |label: &str, rows: Vec<(u32, (f64, f64, f64))>| {
         for (n, (m, lo, hi)) in rows {
             println!(
@@ -217,11 +214,11 @@ fn main() {
     if filter.is_empty() || filter == "throughput" {
         report(
             "2 executors x 4 cores",
-            throughput(2, 4, &[1_000, 10_000, 100_000], logs.path()),
+            throughput(2, 4, &[1_000, 10_000, 100_000]),
         );
         report(
             "100 executors x 4 cores",
-            throughput(100, 4, &[1_000, 10_000, 100_000], logs.path()),
+            throughput(100, 4, &[1_000, 10_000, 100_000]),
         );
         println!();
     }
@@ -229,7 +226,7 @@ fn main() {
         for executors in [2, 10, 100, 1000] {
             report(
                 &format!("{executors:>4} executors x 1 core"),
-                throughput(executors, 1, &[10_000], logs.path()),
+                throughput(executors, 1, &[10_000]),
             );
         }
     }

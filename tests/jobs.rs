@@ -175,6 +175,12 @@ fn register() {
         app("test.Locality", locality);
         app("test.SlowShuffle", slow_shuffle);
         app("test.SleepingTasks", sleeping_tasks);
+        // The README's example of a user's own application.
+        ops::register(
+            "even",
+            Op::filter(|_, v| Ok(v.as_i64().is_some_and(|i| i % 2 == 0))),
+        );
+        app("my.EvenCount", even_count);
         ops::register(
             "test.mod_pair",
             Op::map(|ctx, v| {
@@ -379,7 +385,27 @@ fn sleeping_tasks(env: &AppEnv) -> Result<(), AppError> {
     Ok(())
 }
 
+/// The README's example application, verbatim.
+fn even_count(env: &AppEnv) -> Result<(), AppError> {
+    let sc = SparkContext::new(env)?;
+    let n = sc
+        .parallelize_range(0, 1000, 1, Some(4))?
+        .filter("even", vec![])
+        .count()?;
+    env.println(format!("{n} even numbers"));
+    sc.stop();
+    Ok(())
+}
+
 // ------------------------------------------------------------------ the tests
+
+#[actix_rt::test]
+async fn the_readmes_own_application_runs() {
+    let node = node().await;
+    let (outcome, out) = submit(&node, "my.EvenCount", &[], conf(&[])).await;
+    succeeded(&outcome, &out);
+    assert!(out.contains("500 even numbers"), "{out}");
+}
 
 #[actix_rt::test]
 async fn stages_split_at_shuffle_boundaries() {
