@@ -120,7 +120,8 @@ fn throughput(executors: u32, cores: u32, sizes: &[u32]) -> Vec<(u32, (f64, f64,
         .collect()
 }
 
-fn map_count_submit() {
+/// Wall times (ms) of `sparkyard submit` of MapCount in `mode`, after a warm-up run.
+fn map_count_submit(mode: &str) -> Vec<f64> {
     let bin = env!("CARGO_BIN_EXE_sparkyard");
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config");
     let mut times = Vec::new();
@@ -135,32 +136,9 @@ fn map_count_submit() {
                 "--log-dir",
                 logs.path().to_str().unwrap(),
             ])
-            .args(["--class", "sparkyard.examples.MapCount", "x.jar"])
-            .output()
-            .unwrap();
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Count: 10"));
-        if run > 0 {
-            times.push(ms);
-        }
-    }
-    let (m, lo, hi) = median(times);
-    println!("MapCount submit-to-result, whole process (client mode): median {m:.1} ms [{lo:.1}..{hi:.1}]");
-    let mut times = Vec::new();
-    for run in 0..=15 {
-        let logs = tempfile::tempdir().unwrap();
-        let t = Instant::now();
-        let out = std::process::Command::new(bin)
-            .args([
-                "submit",
-                "--config-dir",
-                config,
-                "--log-dir",
-                logs.path().to_str().unwrap(),
-            ])
             .args([
                 "--deploy-mode",
-                "cluster",
+                mode,
                 "--class",
                 "sparkyard.examples.MapCount",
                 "x.jar",
@@ -173,10 +151,7 @@ fn map_count_submit() {
             times.push(ms);
         }
     }
-    let (m, lo, hi) = median(times);
-    println!(
-        "MapCount submit-to-result, whole process (cluster mode): median {m:.1} ms [{lo:.1}..{hi:.1}]\n"
-    );
+    times
 }
 
 fn main() {
@@ -196,7 +171,13 @@ fn main() {
         "sparkyard job benchmarks (logs at {level} to files; median of {RUNS} jobs, min..max in brackets)\n"
     );
     if filter.is_empty() || filter == "mapcount" {
-        map_count_submit();
+        for mode in ["client", "cluster"] {
+            let (m, lo, hi) = median(map_count_submit(mode));
+            println!(
+                "MapCount submit-to-result, whole process ({mode} mode): median {m:.1} ms [{lo:.1}..{hi:.1}]"
+            );
+        }
+        println!();
     }
     // Each cluster logs into a directory of its own, removed after its runs (a 100,000-task
     // job writes about 160 MB of records).

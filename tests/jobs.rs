@@ -25,9 +25,7 @@ use sparkyard::rdd::{api, Value};
 use sparkyard::runtime::{Cluster, KillMode};
 use sparkyard::scheduler::events::{SparkListenerEvent, TaskLocality};
 use sparkyard::scheduler::listener_bus::CollectingListener;
-use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
 use sparkyard::yarn::records::FinalApplicationStatus;
-use sparkyard::yarn::resource_manager::ResourceManager;
 
 struct Node {
     cluster: Cluster,
@@ -50,19 +48,8 @@ fn nodes() -> Vec<NodeSpec> {
 }
 
 async fn node() -> Node {
-    sparkyard::logs::init_for_tests();
     register();
-    let cluster = Cluster::builder()
-        .capture_logs(true)
-        .node("rmhost")
-        .build()
-        .unwrap();
-    let specs = nodes();
-    start_node(&cluster, &SparkConf::new(), &specs, "rmhost", None).unwrap();
-    wait_ready(&cluster, specs.len(), Duration::from_secs(5))
-        .await
-        .unwrap();
-    let rm = RmConnection::Local(cluster.endpoint::<ResourceManager>(&rm_path()));
+    let (cluster, rm) = common::embedded_node(&nodes()).await;
     Node { cluster, rm }
 }
 

@@ -20,7 +20,7 @@ use sparkyard::rpc::EndpointRef;
 use sparkyard::runtime::{ActorPath, Cluster};
 use sparkyard::scheduler::messages::RequestExecutors;
 use sparkyard::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
-use sparkyard::yarn::node::{local_cluster_nodes, rm_path, start_node, wait_ready};
+use sparkyard::yarn::node::{local_cluster_nodes, rm_path};
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
 use sparkyard::yarn::resource_manager::ResourceManager;
 
@@ -46,17 +46,7 @@ fn three_nodes() -> Vec<NodeSpec> {
 }
 
 async fn node(nodes: Vec<NodeSpec>) -> Node {
-    sparkyard::logs::init_for_tests();
-    let cluster = Cluster::builder()
-        .capture_logs(true)
-        .node("rmhost")
-        .build()
-        .unwrap();
-    start_node(&cluster, &SparkConf::new(), &nodes, "rmhost", None).unwrap();
-    wait_ready(&cluster, nodes.len(), Duration::from_secs(5))
-        .await
-        .unwrap();
-    let rm = RmConnection::Local(cluster.endpoint::<ResourceManager>(&rm_path()));
+    let (cluster, rm) = common::embedded_node(&nodes).await;
     Node { cluster, rm }
 }
 

@@ -265,3 +265,32 @@ pub fn events_for(cluster: &Cluster, name: &str, actor: &str) -> Vec<Value> {
 pub fn path(s: &str) -> ActorPath {
     ActorPath::parse(s).unwrap()
 }
+
+/// An embedded cluster (captured logs, real clock) with the NodeManagers `nodes`, ready, and
+/// a client connection to its ResourceManager.
+pub async fn embedded_node(
+    nodes: &[sparkyard::conf::NodeSpec],
+) -> (Cluster, sparkyard::deploy::client::RmConnection) {
+    use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
+    sparkyard::logs::init_for_tests();
+    let cluster = Cluster::builder()
+        .capture_logs(true)
+        .node("rmhost")
+        .build()
+        .unwrap();
+    start_node(
+        &cluster,
+        &sparkyard::conf::SparkConf::new(),
+        nodes,
+        "rmhost",
+        None,
+    )
+    .unwrap();
+    wait_ready(&cluster, nodes.len(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let rm = sparkyard::deploy::client::RmConnection::Local(
+        cluster.endpoint::<sparkyard::yarn::resource_manager::ResourceManager>(&rm_path()),
+    );
+    (cluster, rm)
+}
