@@ -162,6 +162,20 @@ fn register() {
         app("test.Locality", locality);
         app("test.SlowShuffle", slow_shuffle);
         app("test.SleepingTasks", sleeping_tasks);
+        app("test.AbortKillsRunning", abort_kills_running);
+        ops::register(
+            "test.fail_first_sleep_others",
+            Op::map(|ctx, v| {
+                if ctx.task.partition_id() == 0 {
+                    return Err(sparkyard::rdd::TaskError::exception(
+                        "java.lang.RuntimeException",
+                        "first fails",
+                    ));
+                }
+                ctx.sleep(Duration::from_secs(20))?;
+                Ok(v)
+            }),
+        );
         // The README's example of a user's own application.
         ops::register(
             "even",
@@ -372,6 +386,18 @@ fn sleeping_tasks(env: &AppEnv) -> Result<(), AppError> {
     Ok(())
 }
 
+/// A job whose first task fails for good while the others sleep: the abort kills them.
+fn abort_kills_running(env: &AppEnv) -> Result<(), AppError> {
+    let sc = SparkContext::new(env)?;
+    let r = sc
+        .parallelize((0..3).map(Value::I64).collect(), Some(3))?
+        .map("test.fail_first_sleep_others", vec![])
+        .count();
+    env.println(format!("job: {r:?}"));
+    sc.stop();
+    Ok(())
+}
+
 /// The README's example application, verbatim.
 fn even_count(env: &AppEnv) -> Result<(), AppError> {
     let sc = SparkContext::new(env)?;
@@ -385,6 +411,32 @@ fn even_count(env: &AppEnv) -> Result<(), AppError> {
 }
 
 // ------------------------------------------------------------------ the tests
+
+#[actix_rt::test]
+async fn an_aborted_job_kills_its_running_tasks_through_their_executors() {
+    let node = node().await;
+    let started = std::time::Instant::now();
+    let (outcome, out) = submit(
+        &node,
+        "test.AbortKillsRunning",
+        &[],
+        conf(&[("spark.task.maxFailures", "1"), ("spark.executor.cores", "2")]),
+    )
+    .await;
+    succeeded(&outcome, &out);
+    assert!(out.contains("Task 0 in stage 0.0 failed 1 times"), "{out}");
+    // The sleeping tasks were killed, not waited for (they sleep 20 s).
+    assert!(started.elapsed() < Duration::from_secs(15));
+    dump(&node);
+    let m = msgs(&node);
+    for index in [1, 2] {
+        assert!(
+            m.iter()
+                .any(|l| l.starts_with(&format!("Executor killed task {index}.0 in stage 0.0"))),
+            "task {index} was not killed: {m:#?}"
+        );
+    }
+}
 
 #[actix_rt::test]
 async fn the_readmes_own_application_runs() {
