@@ -632,7 +632,6 @@ async fn an_executor_lost_with_tasks_in_flight_has_them_retried() {
             .any(|l| l.starts_with("Lost task ") && l.contains("ExecutorLostFailure (executor 2 exited")),
         "{m:#?}"
     );
-    let _ = records(&cluster_node);
 }
 
 #[actix_rt::test]

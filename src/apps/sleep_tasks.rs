@@ -91,7 +91,7 @@ pub fn register_ops() {
 pub fn main(env: &AppEnv) -> Result<(), AppError> {
     let o = parse(env.args())?;
     let sc = SparkContext::new(env)?;
-    let clock = sc_clock(env);
+    let clock = env.cluster.clock().clone();
     for job in 0..o.jobs {
         let started = clock.now();
         let n = sc
@@ -114,10 +114,6 @@ pub fn main(env: &AppEnv) -> Result<(), AppError> {
     }
     sc.stop();
     Ok(())
-}
-
-fn sc_clock(env: &AppEnv) -> crate::runtime::Clock {
-    env.cluster.clock().clone()
 }
 
 #[cfg(test)]

@@ -302,7 +302,7 @@ impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
                 return;
             }
         };
-        let task_id = desc.task_id;
+        let (task_id, cpus) = (desc.task_id, desc.cpus);
         tracing::debug!(task_id, "Got assigned task {task_id}");
         let token = self.me.cancel_token().child();
         executor.running.insert(task_id, token.clone());
@@ -322,7 +322,7 @@ impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
                     reason: "executor stopping".into(),
                 })
                 .unwrap_or_default(),
-                task_cpus: 1,
+                task_cpus: cpus,
             });
         }
     }

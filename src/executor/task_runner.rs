@@ -118,7 +118,8 @@ struct ExecutorTaskContext<'a> {
     exec: &'a ExecutorHandle,
     cancel: &'a CancelToken,
     shuffle_inputs: &'a [ShuffleLocations],
-    shuffle_read: std::cell::Cell<(u64, u64)>,
+    /// Bytes fetched from other executors.
+    remote_bytes_read: std::cell::Cell<u64>,
 }
 
 impl ExecutorTaskContext<'_> {
@@ -312,8 +313,8 @@ impl rdd::TaskContext for ExecutorTaskContext<'_> {
                 out[i] = Some(b.into_vec());
             }
         }
-        let (n, bytes) = self.shuffle_read.get();
-        self.shuffle_read.set((n + 1, bytes + remote_bytes));
+        self.remote_bytes_read
+            .set(self.remote_bytes_read.get() + remote_bytes);
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 }
@@ -451,11 +452,11 @@ fn compute(
         exec,
         cancel,
         shuffle_inputs: &binary.shuffle_inputs,
-        shuffle_read: std::cell::Cell::new((0, 0)),
+        remote_bytes_read: std::cell::Cell::new(0),
     };
     ctx.check_cancelled()?;
     let (output, counts) = rdd::run_task(&binary.stage, desc.partition_id, slice, &ctx)?;
-    let (_, remote_bytes) = ctx.shuffle_read.get();
+    let remote_bytes = ctx.remote_bytes_read.get();
     let mut metrics = TaskMetrics {
         records_read: counts.records_read,
         shuffle_records_written: counts.shuffle_records_written,

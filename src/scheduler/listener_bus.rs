@@ -114,7 +114,12 @@ impl Actor for LiveListenerBus {
         self.counters.queued.store(0, Ordering::Release);
         let n = self.state.lock().listeners.len();
         self.counters.listeners.store(n, Ordering::Release);
-        let _ = &self.me;
+        if self.me.incarnation() > 1 {
+            tracing::info!(
+                listeners = n as u64,
+                "Listener bus restarted with its {n} listeners"
+            );
+        }
     }
 }
 
