@@ -146,3 +146,33 @@ pub struct GetExecutors;
 pub struct AwaitExecutors {
     pub count: usize,
 }
+
+// ------------------------------------------------------------------ ExecutorAllocationClient
+
+/// ExecutorAllocationClient.requestTotalExecutors, to the DriverEndpoint (Spark's
+/// CoarseGrainedSchedulerBackend): the desired executor totals per resource profile, with
+/// locality hints. The DriverEndpoint records them and asks the YarnSchedulerEndpoint
+/// (RequestExecutors → AMEndpoint → allocator). Answer: whether the AM acknowledged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "bool")]
+pub struct ClientRequestTotalExecutors {
+    pub resource_profile_to_total_execs: BTreeMap<u32, u32>,
+    pub num_locality_aware_tasks_per_resource_profile_id: BTreeMap<u32, u32>,
+    pub host_to_local_task_count: BTreeMap<u32, BTreeMap<String, u32>>,
+}
+
+/// ExecutorAllocationClient.killExecutors, to the DriverEndpoint: kill these executors
+/// through the cluster manager (KillExecutors → AMEndpoint → allocator, which releases
+/// their containers). Unknown executors and executors already pending removal are skipped;
+/// unless `force`, so are busy ones (running tasks). With `adjust_target_num_executors`
+/// the requested totals drop by the number killed (no replacement); without, the allocator
+/// replaces them. `count_failures = false` marks them killed by the driver: their loss is
+/// `ExecutorKilled` and their tasks' failures do not count. Answer: the ids killed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<String>")]
+pub struct ClientKillExecutors {
+    pub executor_ids: Vec<String>,
+    pub adjust_target_num_executors: bool,
+    pub count_failures: bool,
+    pub force: bool,
+}

@@ -9,6 +9,8 @@ pub mod driver_endpoint;
 pub mod event_log;
 pub mod event_logging_listener;
 pub mod events;
+pub mod executor_allocation_manager;
+pub mod heartbeat_receiver;
 pub mod listener_bus;
 pub mod loss_reason;
 pub mod messages;

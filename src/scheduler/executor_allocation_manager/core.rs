@@ -1,0 +1,1 @@
+//! ExecutorAllocationManager rules (pure state machine): being written.

@@ -1,0 +1,6 @@
+//! ExecutorAllocationManager (dynamic allocation, `spark.dynamicAllocation.enabled`): the
+//! rules in `core` (targets, ramp-up, idle removal) and `monitor` (ExecutorMonitor: which
+//! executors are idle), driven by the actor in `actor` and fed by a listener on the bus.
+
+pub mod core;
+pub mod monitor;

@@ -1,0 +1,1 @@
+//! ExecutorMonitor (pure): being written.

@@ -1,0 +1,1 @@
+//! HeartbeatReceiver: being written.
