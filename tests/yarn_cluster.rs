@@ -12,24 +12,19 @@ use std::time::Duration;
 use common::{eventually, within};
 use serde_json::Value;
 use sparkyard::conf::{NodeSpec, SparkConf};
-use sparkyard::deploy::client::{
-    follow_application, submit_application, ClientArgs, ClientOutcome, RmConnection,
-};
+use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, ClientOutcome};
 use sparkyard::logs::ctx::Instrumented;
 use sparkyard::rpc::EndpointRef;
-use sparkyard::runtime::{ActorPath, Cluster};
+use sparkyard::runtime::ActorPath;
 use sparkyard::scheduler::messages::RequestExecutors;
 use sparkyard::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use sparkyard::yarn::node::{local_cluster_nodes, rm_path};
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
 use sparkyard::yarn::resource_manager::ResourceManager;
 
-const DRIVER_TEST: &str = "sparkyard.examples.DriverTest";
+use common::inproc::Node;
 
-struct Node {
-    cluster: Cluster,
-    rm: RmConnection,
-}
+const DRIVER_TEST: &str = "sparkyard.examples.DriverTest";
 
 fn three_nodes() -> Vec<NodeSpec> {
     let node = |h: &str, r: &str| NodeSpec {
