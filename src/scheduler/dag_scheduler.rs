@@ -73,15 +73,22 @@ impl std::fmt::Debug for DagState {
     }
 }
 
-/// Turns a TaskScheduler event into the DAGSchedulerEvent it stands for (the events are
-/// moved once per task on the hot path, so the large Err variant is not boxed); KillTask and
+/// A TaskScheduler event that is the backend's business, not the DAGScheduler's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendEvent {
+    /// Send KillTask to the task's executor.
+    Kill(KillTask),
+    /// Offer the executors' free cores again.
+    Revive,
+}
+
+/// Turns a TaskScheduler event into the DAGSchedulerEvent it stands for; KillTask and
 /// ReviveOffers are the backend's and come back as `Err`. `result` is the decoded result of
 /// the task whose FINISHED update produced the events, if any.
-#[allow(clippy::result_large_err)]
 pub fn to_dag_event(
     ev: SchedulerEvent,
     result: &mut Option<(u64, TaskResult)>,
-) -> Result<DagEvent, SchedulerEvent> {
+) -> Result<DagEvent, BackendEvent> {
     Ok(match ev {
         SchedulerEvent::ExecutorAdded { executor_id, host } => DagEvent::ExecutorAdded { executor_id, host },
         SchedulerEvent::ExecutorLost { executor_id, reason } => {
@@ -142,7 +149,20 @@ pub fn to_dag_event(
             stage_attempt_id,
             index,
         },
-        other @ (SchedulerEvent::KillTask { .. } | SchedulerEvent::ReviveOffers) => return Err(other),
+        SchedulerEvent::KillTask {
+            task_id,
+            executor_id,
+            interrupt_thread,
+            reason,
+        } => {
+            return Err(BackendEvent::Kill(KillTask {
+                task_id,
+                executor_id,
+                interrupt_thread,
+                reason,
+            }))
+        }
+        SchedulerEvent::ReviveOffers => return Err(BackendEvent::Revive),
     })
 }
 
@@ -257,21 +277,10 @@ impl DAGScheduler {
         for ev in events {
             match to_dag_event(ev, &mut none) {
                 Ok(dag_event) => ctx.notify(DagSchedulerEvent(dag_event)),
-                Err(SchedulerEvent::ReviveOffers) => revive = true,
-                Err(SchedulerEvent::KillTask {
-                    task_id,
-                    executor_id,
-                    interrupt_thread,
-                    reason,
-                }) => {
-                    let _ = self.driver().tell(KillTask {
-                        task_id,
-                        executor_id,
-                        interrupt_thread,
-                        reason,
-                    });
+                Err(BackendEvent::Revive) => revive = true,
+                Err(BackendEvent::Kill(kill)) => {
+                    let _ = self.driver().tell(kill);
                 }
-                Err(_) => {}
             }
         }
         if revive {

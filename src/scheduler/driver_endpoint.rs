@@ -27,7 +27,7 @@ use std::sync::Arc;
 use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 use serde::Serialize;
 
-use super::dag_scheduler::{to_dag_event, DAGScheduler, DagSchedulerEvent};
+use super::dag_scheduler::{to_dag_event, BackendEvent, DAGScheduler, DagSchedulerEvent};
 use super::events::{SparkListenerEvent, TaskEndReason};
 use super::listener_bus::ListenerBusRef;
 use super::loss_reason::ExecutorLossReason;
@@ -63,6 +63,13 @@ pub struct DriverState {
     pub current_executor_id_counter: u64,
     /// Executors whose loss is known but whose reason is awaited from the AM.
     pub pending_loss_reason: BTreeSet<String>,
+    /// Executors asked to be killed and not gone yet (Spark's executorsPendingToRemove):
+    /// no task is offered to them; `true` = killed by the driver (their loss is
+    /// `ExecutorKilled` and their tasks' failures do not count).
+    pub pending_to_remove: BTreeMap<String, bool>,
+    /// The executor totals last requested per resource profile (None: never requested;
+    /// the AM started with the initial target).
+    pub requested_totals: Option<BTreeMap<u32, u32>>,
 }
 
 /// What the DriverEndpoint works with besides its kept executor map.
@@ -176,18 +183,8 @@ impl DriverEndpoint {
                         tracing::warn!("The DAGScheduler is not running; a scheduler event was dropped");
                     }
                 }
-                Err(SchedulerEvent::KillTask {
-                    task_id,
-                    executor_id,
-                    interrupt_thread,
-                    reason,
-                }) => self.kill_task(KillTask {
-                    task_id,
-                    executor_id,
-                    interrupt_thread,
-                    reason,
-                }),
-                Err(_) => {
+                Err(BackendEvent::Kill(kill)) => self.kill_task(kill),
+                Err(BackendEvent::Revive) => {
                     if !self.revive_queued {
                         self.revive_queued = true;
                         ctx.notify(ReviveOffers);
@@ -225,8 +222,11 @@ impl DriverEndpoint {
         }
         let offers: Vec<WorkerOffer> = {
             let st = self.state.lock();
-            let active =
-                |id: &str, d: &ExecutorData| d.free_cores > 0 && !st.pending_loss_reason.contains(id);
+            let active = |id: &str, d: &ExecutorData| {
+                d.free_cores > 0
+                    && !st.pending_loss_reason.contains(id)
+                    && !st.pending_to_remove.contains_key(id)
+            };
             match only {
                 Some(id) => st
                     .executors
@@ -335,13 +335,17 @@ impl DriverEndpoint {
         }
     }
 
-    /// Executors registered and not pending a loss reason.
+    /// Executors registered, not pending a loss reason and not being killed.
     fn active_executors(&self) -> usize {
         let st = self.state.lock();
         st.executors
             .keys()
-            .filter(|id| !st.pending_loss_reason.contains(*id))
+            .filter(|id| !st.pending_loss_reason.contains(*id) && !st.pending_to_remove.contains_key(*id))
             .count()
+    }
+
+    fn yarn_scheduler(&self) -> EndpointRef<YarnSchedulerEndpoint> {
+        self.me.endpoint(&self.links.yarn_scheduler)
     }
 
     /// Answers the AwaitExecutors asks that are satisfied now.
@@ -364,15 +368,24 @@ impl DriverEndpoint {
     }
 
     fn remove_executor(&mut self, executor_id: &str, reason: &ExecutorLossReason, ctx: &mut Context<Self>) {
+        let killed_by_driver;
         let removed = {
             let mut st = self.state.lock();
             st.pending_loss_reason.remove(executor_id);
+            killed_by_driver = st.pending_to_remove.remove(executor_id).unwrap_or(false);
             let data = st.executors.remove(executor_id);
             if let Some(d) = &data {
                 st.total_core_count = st.total_core_count.saturating_sub(d.total_cores);
                 st.total_registered_executors = st.total_registered_executors.saturating_sub(1);
             }
             data
+        };
+        // An executor the driver killed is lost as ExecutorKilled, whatever the AM says.
+        let killed = ExecutorLossReason::ExecutorKilled;
+        let reason = if killed_by_driver && removed.is_some() {
+            &killed
+        } else {
+            reason
         };
         match removed {
             Some(data) => {
@@ -734,5 +747,109 @@ impl Handler<AwaitExecutors> for DriverEndpoint {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.executor_waiters.push((msg.count, tx));
         Box::pin(async move { rx.await.unwrap_or(active) })
+    }
+}
+
+impl DriverEndpoint {
+    fn ask_timeout(&self) -> std::time::Duration {
+        self.conf
+            .get(&crate::conf::RPC_ASK_TIMEOUT)
+            .unwrap_or(std::time::Duration::from_secs(120))
+    }
+}
+
+impl Handler<ClientRequestTotalExecutors> for DriverEndpoint {
+    type Result = actix::ResponseFuture<bool>;
+
+    /// requestTotalExecutors: record the totals, then doRequestTotalExecutors through the
+    /// YarnSchedulerEndpoint (answered `false` while no AM has registered).
+    fn handle(&mut self, msg: ClientRequestTotalExecutors, _: &mut Context<Self>) -> Self::Result {
+        self.state.lock().requested_totals = Some(msg.resource_profile_to_total_execs.clone());
+        let total: u32 = msg.resource_profile_to_total_execs.values().sum();
+        tracing::debug!(
+            total,
+            "Requesting a total of {total} executor(s) from the cluster manager"
+        );
+        let request = RequestExecutors {
+            resource_profile_to_total_execs: msg.resource_profile_to_total_execs,
+            num_locality_aware_tasks_per_resource_profile_id: msg
+                .num_locality_aware_tasks_per_resource_profile_id,
+            host_to_local_task_count: msg.host_to_local_task_count,
+            excluded_nodes: Default::default(),
+        };
+        let (yse, timeout) = (self.yarn_scheduler(), self.ask_timeout());
+        Box::pin(async move { matches!(yse.ask(request, timeout).await, Ok(Ok(true))) })
+    }
+}
+
+impl Handler<ClientKillExecutors> for DriverEndpoint {
+    type Result = actix::ResponseFuture<Vec<String>>;
+
+    /// killExecutors: known executors not already pending removal and, unless forced, not
+    /// busy, are marked pending removal (no more offers), the requested totals drop first if
+    /// they are not to be replaced, then the AM is asked to kill them. Answers those killed.
+    fn handle(&mut self, msg: ClientKillExecutors, _: &mut Context<Self>) -> Self::Result {
+        tracing::info!(
+            executors = msg.executor_ids.join(",").as_str(),
+            "Requesting to kill executor(s) {}",
+            msg.executor_ids.join(", ")
+        );
+        let (to_kill, adjusted) = {
+            let ts = self.links.task_scheduler.lock();
+            let mut st = self.state.lock();
+            let mut to_kill = Vec::new();
+            for id in &msg.executor_ids {
+                if !st.executors.contains_key(id) {
+                    tracing::warn!(executor_id = id.as_str(), "Executor to kill {id} does not exist!");
+                } else if !st.pending_to_remove.contains_key(id) && (msg.force || !ts.is_executor_busy(id)) {
+                    to_kill.push(id.clone());
+                }
+            }
+            for id in &to_kill {
+                st.pending_to_remove.insert(id.clone(), !msg.count_failures);
+            }
+            let adjusted = if msg.adjust_target_num_executors {
+                let profiles: Vec<u32> = to_kill
+                    .iter()
+                    .filter_map(|id| st.executors.get(id).map(|d| d.resource_profile_id))
+                    .collect();
+                let totals = st.requested_totals.get_or_insert_with(BTreeMap::new);
+                for rp in profiles {
+                    let t = totals.entry(rp).or_insert(0);
+                    *t = t.saturating_sub(1);
+                }
+                Some(totals.clone())
+            } else {
+                None
+            };
+            (to_kill, adjusted)
+        };
+        tracing::info!(
+            executors = to_kill.join(",").as_str(),
+            "Actual list of executor(s) to be killed is {}",
+            to_kill.join(", ")
+        );
+        let (yse, timeout) = (self.yarn_scheduler(), self.ask_timeout());
+        Box::pin(async move {
+            if let Some(totals) = adjusted {
+                let request = RequestExecutors {
+                    resource_profile_to_total_execs: totals,
+                    ..Default::default()
+                };
+                if !matches!(yse.ask(request, timeout).await, Ok(Ok(true))) {
+                    return Vec::new();
+                }
+            }
+            if to_kill.is_empty() {
+                return to_kill;
+            }
+            let kill = KillExecutors {
+                executor_ids: to_kill.clone(),
+            };
+            match yse.ask(kill, timeout).await {
+                Ok(Ok(true)) => to_kill,
+                _ => Vec::new(),
+            }
+        })
     }
 }

@@ -26,6 +26,13 @@ pub trait SparkListener: Send {
     fn on_event(&mut self, event: &SparkListenerEvent);
     /// The bus stops (the application ends): flush, close files.
     fn on_stop(&mut self) {}
+    /// Whether this listener needs only executor events (added, removed) and the
+    /// application's start and end. When every listener says so, posters skip the job,
+    /// stage and task events, the per-task cost of the bus (the HeartbeatReceiver's
+    /// listener is always there; the event log and the allocation manager are not).
+    fn only_executor_events(&self) -> bool {
+        false
+    }
 }
 
 /// A listener that keeps every event (for tests and for applications that inspect a run).
@@ -61,6 +68,8 @@ impl SparkListener for CollectingListener {
 pub struct BusCounters {
     queued: AtomicUsize,
     listeners: AtomicUsize,
+    /// Listeners that want every event (not only executor events).
+    all_event_listeners: AtomicUsize,
     dropped: AtomicU64,
 }
 
@@ -69,6 +78,27 @@ pub struct BusCounters {
 pub struct BusState {
     listeners: Vec<Box<dyn SparkListener>>,
     stopped: bool,
+}
+
+impl BusState {
+    /// A bus that starts with these listeners (the driver's own: the HeartbeatReceiver's,
+    /// the ExecutorAllocationManager's).
+    pub fn with_listeners(listeners: Vec<Box<dyn SparkListener>>) -> Self {
+        BusState {
+            listeners,
+            stopped: false,
+        }
+    }
+
+    fn count(&self, counters: &BusCounters) {
+        counters.listeners.store(self.listeners.len(), Ordering::Release);
+        let all = self
+            .listeners
+            .iter()
+            .filter(|l| !l.only_executor_events())
+            .count();
+        counters.all_event_listeners.store(all, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for BusState {
@@ -112,8 +142,11 @@ impl Actor for LiveListenerBus {
     fn started(&mut self, _: &mut Context<Self>) {
         // Events queued for the previous incarnation were dropped with its mailbox.
         self.counters.queued.store(0, Ordering::Release);
-        let n = self.state.lock().listeners.len();
-        self.counters.listeners.store(n, Ordering::Release);
+        let n = {
+            let st = self.state.lock();
+            st.count(&self.counters);
+            st.listeners.len()
+        };
         if self.me.incarnation() > 1 {
             tracing::info!(
                 listeners = n as u64,
@@ -148,9 +181,7 @@ impl Handler<AddListener> for LiveListenerBus {
         let mut st = self.state.lock();
         tracing::info!(listener = msg.0.name(), "Registered listener {}", msg.0.name());
         st.listeners.push(msg.0);
-        self.counters
-            .listeners
-            .store(st.listeners.len(), Ordering::Release);
+        st.count(&self.counters);
     }
 }
 
@@ -167,6 +198,7 @@ impl Handler<StopBus> for LiveListenerBus {
             l.on_stop();
         }
         self.counters.listeners.store(0, Ordering::Release);
+        self.counters.all_event_listeners.store(0, Ordering::Release);
         let dropped = self.counters.dropped.load(Ordering::Acquire);
         tracing::info!(dropped_events = dropped, "Stopped the listener bus");
     }
@@ -195,14 +227,24 @@ impl ListenerBusRef {
         }
     }
 
-    /// Whether any listener is registered (posters may skip building events otherwise).
+    /// Whether any listener wants job, stage and task events (posters may skip building
+    /// them otherwise).
     pub fn has_listeners(&self) -> bool {
-        self.counters.listeners.load(Ordering::Acquire) > 0
+        self.counters.all_event_listeners.load(Ordering::Acquire) > 0
     }
 
-    /// Posts `event` unless nobody listens or the queue is full.
+    /// Posts `event` unless nobody listens for it or the queue is full.
     pub fn post(&self, event: SparkListenerEvent) {
-        if !self.has_listeners() {
+        let wanted = match event {
+            SparkListenerEvent::ExecutorAdded { .. }
+            | SparkListenerEvent::ExecutorRemoved { .. }
+            | SparkListenerEvent::ApplicationStart { .. }
+            | SparkListenerEvent::ApplicationEnd { .. } => {
+                self.counters.listeners.load(Ordering::Acquire) > 0
+            }
+            _ => self.has_listeners(),
+        };
+        if !wanted {
             return;
         }
         let queued = self.counters.queued.fetch_add(1, Ordering::AcqRel);

@@ -1558,10 +1558,13 @@ impl TaskSetManager {
                 let host = self.exec_of(a).1.to_string();
                 self.add_pending_task(index, true);
                 tracing::info!(
+                    event = "task_speculatable",
                     stage_id = self.stage_id,
                     stage_attempt = self.stage_attempt,
+                    task_index = index,
                     task_id = tid,
-                    index,
+                    runtime_ms = runtime,
+                    threshold_ms = threshold as u64,
                     host = %host,
                     "Marking task {index} in stage {}.{} (on {host}) as speculatable because it ran more than \
                      {threshold:.0} ms({} speculatable tasks in this taskset now)",
@@ -1910,6 +1913,19 @@ impl TaskSetManager {
             "Starting {name} ({host}, executor {exec_id}, partition {partition}, {locality}, {size} bytes) \
              taskResourceAssignments Map()"
         );
+        if speculative {
+            tracing::info!(
+                event = "speculative_launch",
+                stage_id = self.stage_id,
+                stage_attempt = self.stage_attempt,
+                task_index = index,
+                task_id,
+                executor_id = exec_id,
+                host,
+                "Launching speculative copy {name} on executor {exec_id} ({host}); the first attempt to \
+                 succeed wins"
+            );
+        }
         ctx.events.push(SchedulerEvent::TaskStarted {
             stage_id: self.stage_id,
             stage_attempt_id: self.stage_attempt,
