@@ -1,0 +1,197 @@
+//! The ExecutorAllocationManager actor at `<driver>/executor-allocation-manager`, and its
+//! listener on the bus (ExecutorAllocationListener + ExecutorMonitor).
+//!
+//! The rules live in [`super::core::ExecutorAllocationCore`], kept by the driver's
+//! supervisor (`Kept`), so the counts the listener keeps survive a restart of the actor.
+//! The listener ([`ExecutorAllocationListener`]) runs on the bus's actor and applies every
+//! stage, task, executor and speculative-task event to the core under its lock, as Spark's
+//! listener shares the manager's synchronized state.
+//!
+//! The actor is the schedule loop: on start it sends the initial request (Spark's start();
+//! before the AM has registered it is answered `false`, which is harmless), then every
+//! 100 ms (fixed delay, the first at once) it runs `schedule()` and carries out the round:
+//! a new target goes to the DriverEndpoint as requestTotalExecutors (→ YarnSchedulerEndpoint
+//! → AMEndpoint → the allocator, which changes its target and asks for or cancels
+//! containers), and idle executors go as killExecutors (→ AMEndpoint → the allocator
+//! releases their containers), followed by the current target again (SPARK-21834). Answers
+//! come back to the core (acknowledged or rolled back; killed or selectable again). While a
+//! request is in flight the core issues no other target change. The timer is registered in
+//! `started()`, so a restarted actor ticks again and re-sends the current target.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use actix::{Actor, AsyncContext, Context, WrapFuture};
+
+use super::core::{ExecutorAllocationCore, Round, TargetRequest};
+use crate::rpc::EndpointRef;
+use crate::runtime::timers::run_with_fixed_delay;
+use crate::runtime::{ActorPath, Clock, Kept, Me};
+use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::events::SparkListenerEvent;
+use crate::scheduler::listener_bus::SparkListener;
+use crate::scheduler::messages::{ClientKillExecutors, ClientRequestTotalExecutors};
+
+/// The actor's path segment under the driver.
+pub const EXECUTOR_ALLOCATION_MANAGER_SEGMENT: &str = "executor-allocation-manager";
+
+/// Spark's fixed schedule interval (`intervalMillis`, 100 ms).
+pub const SCHEDULE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The ExecutorAllocationManager actor; see the module docs.
+pub struct ExecutorAllocationManager {
+    me: Me,
+    core: Kept<ExecutorAllocationCore>,
+    driver_endpoint: ActorPath,
+    interval: Duration,
+    ask_timeout: Duration,
+}
+
+fn total_request(req: &TargetRequest) -> ClientRequestTotalExecutors {
+    ClientRequestTotalExecutors {
+        resource_profile_to_total_execs: BTreeMap::from([(0, req.total)]),
+        ..Default::default()
+    }
+}
+
+impl ExecutorAllocationManager {
+    pub fn new(
+        me: Me,
+        core: Kept<ExecutorAllocationCore>,
+        driver_endpoint: ActorPath,
+        interval: Duration,
+        ask_timeout: Duration,
+    ) -> Self {
+        ExecutorAllocationManager {
+            me,
+            core,
+            driver_endpoint,
+            interval,
+            ask_timeout,
+        }
+    }
+
+    fn driver(&self) -> EndpointRef<DriverEndpoint> {
+        self.me.endpoint(&self.driver_endpoint)
+    }
+
+    /// Carries out a round, one request after the other as Spark's synchronous calls do:
+    /// the new target (requestTotalExecutors), then the idle executors chosen once it is
+    /// answered (killExecutors, without replacing them and without counting failures),
+    /// then the current target again (SPARK-21834: a kill may have lowered the backend's
+    /// totals). The core waits for the round to end before it starts another.
+    fn carry_out(&self, round: Round, ctx: &mut Context<Self>) {
+        let (driver, core, timeout) = (self.driver(), self.core.clone(), self.ask_timeout);
+        let job = async move {
+            if let Some(req) = &round.request {
+                let acknowledged = matches!(driver.ask(total_request(req), timeout).await, Ok(true));
+                core.lock().request_answered(req, acknowledged);
+            }
+            if !round.expired.is_empty() {
+                let chosen = core.lock().select_removals(&round.expired);
+                if !chosen.is_empty() {
+                    let kill = ClientKillExecutors {
+                        executor_ids: chosen.clone(),
+                        adjust_target_num_executors: false,
+                        count_failures: false,
+                        force: false,
+                    };
+                    let killed = driver.ask(kill, timeout).await.unwrap_or_default();
+                    let resync = {
+                        let mut c = core.lock();
+                        c.kill_answered(&chosen, &killed);
+                        c.current_request("re-sync after a kill")
+                    };
+                    if !matches!(driver.ask(total_request(&resync), timeout).await, Ok(true)) {
+                        tracing::warn!(
+                            target = resync.total,
+                            "Unable to reach the cluster manager to re-sync the target of {} executors",
+                            resync.total
+                        );
+                    }
+                }
+            }
+            core.lock().round_done();
+        };
+        ctx.spawn(job.into_actor(self));
+    }
+
+    /// One round of schedule().
+    fn schedule(&mut self, ctx: &mut Context<Self>) {
+        let now = self.me.clock().epoch_millis();
+        let round = self.core.lock().schedule(now);
+        if !round.is_empty() {
+            self.carry_out(round, ctx);
+        }
+    }
+}
+
+impl Actor for ExecutorAllocationManager {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let req = {
+            let mut core = self.core.lock();
+            // A round in flight died with the previous incarnation.
+            core.round_done();
+            if self.me.incarnation() > 1 {
+                core.current_request("re-sync after a restart")
+            } else {
+                core.initial_request()
+            }
+        };
+        tracing::info!(
+            target = req.total,
+            interval_ms = self.interval.as_millis() as u64,
+            "Dynamic allocation: requesting a total of {} executor(s) ({}); scheduling every {}",
+            req.total,
+            req.reason,
+            humantime::format_duration(self.interval)
+        );
+        // Before the AM registers this is answered false, which is harmless: the AM starts
+        // from the same initial target.
+        let (driver, timeout) = (self.driver(), self.ask_timeout);
+        ctx.spawn(
+            async move {
+                if !matches!(driver.ask(total_request(&req), timeout).await, Ok(true)) {
+                    tracing::debug!(
+                        total = req.total,
+                        "the cluster manager did not take the target yet"
+                    );
+                }
+            }
+            .into_actor(self),
+        );
+        let clock = self.me.clock().clone();
+        run_with_fixed_delay(
+            ctx,
+            &clock,
+            Duration::ZERO,
+            self.interval,
+            |act: &mut Self, ctx| act.schedule(ctx),
+        );
+    }
+}
+
+/// ExecutorAllocationListener and ExecutorMonitor on the bus: every event goes to the core.
+pub struct ExecutorAllocationListener {
+    core: Kept<ExecutorAllocationCore>,
+    clock: Clock,
+}
+
+impl ExecutorAllocationListener {
+    pub fn new(core: Kept<ExecutorAllocationCore>, clock: Clock) -> Self {
+        ExecutorAllocationListener { core, clock }
+    }
+}
+
+impl SparkListener for ExecutorAllocationListener {
+    fn name(&self) -> &str {
+        "ExecutorAllocationListener"
+    }
+
+    fn on_event(&mut self, event: &SparkListenerEvent) {
+        let now = self.clock.epoch_millis();
+        self.core.lock().on_event(event, now);
+    }
+}
