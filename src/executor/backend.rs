@@ -15,6 +15,13 @@
 //! the task's token; a task's token is a child of the backend's, so a stopped container
 //! kills its tasks. FetchShuffleBlocks serves this executor's map outputs (`block_store`)
 //! to reduce tasks on other executors.
+//!
+//! Heartbeats (Spark's Executor heartbeater): once registered, the executor sends
+//! `Heartbeat` with its running tasks to the driver's HeartbeatReceiver (next to the
+//! DriverEndpoint) every `spark.executor.heartbeatInterval`, the first after one interval
+//! plus a jitter of up to one interval, each ask bounded by the interval. After
+//! `spark.executor.heartbeat.maxFailures` failures in a row it exits with status 56
+//! (ExecutorExitCode.HEARTBEAT_FAILURE), as Spark's executor does.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,8 +34,11 @@ use super::block_store::BlockStore;
 use super::task_pool::TaskPool;
 use super::task_runner::{self, ExecutorHandle, StageCache};
 use crate::rpc::{AskError, EndpointRef};
+use crate::runtime::fault::SplitMix64;
+use crate::runtime::timers::run_at_fixed_rate;
 use crate::runtime::{ActorPath, CancelToken, ExitReason, Me, Terminated};
 use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::heartbeat_receiver::{Heartbeat, HeartbeatReceiver, HEARTBEAT_RECEIVER_SEGMENT};
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::*;
 use crate::scheduler::task::{
@@ -37,6 +47,45 @@ use crate::scheduler::task::{
 
 /// How many times the executor tries to reach the driver for its configuration.
 const CONFIG_FETCH_TRIES: u32 = 3;
+
+/// ExecutorExitCode.HEARTBEAT_FAILURE.
+pub const HEARTBEAT_FAILURE_EXIT_CODE: i32 = 56;
+
+/// The heartbeater's settings, from the application's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct HeartbeatSettings {
+    interval: Duration,
+    max_failures: u32,
+}
+
+impl HeartbeatSettings {
+    fn from_properties(props: &[(String, String)]) -> Self {
+        let mut conf = crate::conf::SparkConf::new();
+        for (k, v) in props {
+            conf.set(k.clone(), v.clone());
+        }
+        HeartbeatSettings {
+            interval: conf
+                .get(&crate::conf::EXECUTOR_HEARTBEAT_INTERVAL)
+                .unwrap_or(Duration::from_secs(10))
+                .max(Duration::from_millis(1)),
+            max_failures: conf
+                .get(&crate::conf::EXECUTOR_HEARTBEAT_MAX_FAILURES)
+                .unwrap_or(60)
+                .max(1),
+        }
+    }
+}
+
+/// A jitter in [0, interval) that is a pure function of the executor id, so runs repeat
+/// (Spark draws it at random to spread executors' heartbeats).
+fn heartbeat_jitter(executor_id: &str, interval: Duration) -> Duration {
+    let seed = executor_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis(SplitMix64::new(seed).below(ms))
+}
 
 /// The executor proper: its task pool, its running tasks and its block store.
 pub struct Executor {
@@ -69,6 +118,9 @@ pub struct CoarseGrainedExecutorBackend {
     executor: Option<Executor>,
     store: BlockStore,
     stopping: bool,
+    /// Heartbeats failed in a row; whether one is in flight.
+    heartbeat_failures: u32,
+    heartbeat_in_flight: bool,
 }
 
 impl CoarseGrainedExecutorBackend {
@@ -84,11 +136,81 @@ impl CoarseGrainedExecutorBackend {
             executor: None,
             store: BlockStore::new(),
             stopping: false,
+            heartbeat_failures: 0,
+            heartbeat_in_flight: false,
         }
     }
 
     fn driver(&self) -> Option<EndpointRef<DriverEndpoint>> {
         self.driver_path.as_ref().map(|p| self.me.endpoint(p))
+    }
+
+    /// The driver's HeartbeatReceiver: next to the DriverEndpoint.
+    fn heartbeat_receiver(&self) -> Option<EndpointRef<HeartbeatReceiver>> {
+        let driver = self.driver_path.as_ref()?.parent()?;
+        let path = driver.child(HEARTBEAT_RECEIVER_SEGMENT).ok()?;
+        Some(self.me.endpoint(&path))
+    }
+
+    /// Starts the heartbeater (Spark's Executor.heartbeater).
+    fn start_heartbeater(&mut self, settings: HeartbeatSettings, ctx: &mut Context<Self>) {
+        let initial = settings.interval + heartbeat_jitter(&self.args.executor_id, settings.interval);
+        tracing::info!(
+            interval_ms = settings.interval.as_millis() as u64,
+            "Sending heartbeats to the driver every {}",
+            humantime::format_duration(settings.interval)
+        );
+        let clock = self.me.clock().clone();
+        run_at_fixed_rate(
+            ctx,
+            &clock,
+            initial,
+            settings.interval,
+            move |act: &mut Self, ctx| act.report_heartbeat(&settings, ctx),
+        );
+    }
+
+    /// reportHeartBeat: one ask, bounded by the interval; too many failures end the executor.
+    fn report_heartbeat(&mut self, settings: &HeartbeatSettings, ctx: &mut Context<Self>) {
+        if self.stopping || self.heartbeat_in_flight {
+            return;
+        }
+        let (Some(receiver), Some(executor)) = (self.heartbeat_receiver(), &self.executor) else {
+            return;
+        };
+        let mut running: Vec<u64> = executor.running.iter().map(|e| *e.key()).collect();
+        running.sort_unstable();
+        let heartbeat = Heartbeat {
+            executor_id: self.args.executor_id.clone(),
+            host: self.args.hostname.clone(),
+            running_tasks: running,
+        };
+        self.heartbeat_in_flight = true;
+        let max_failures = settings.max_failures;
+        let ask = receiver.ask(heartbeat, settings.interval);
+        ctx.spawn(ask.into_actor(self).map(move |answer, act, ctx| {
+            act.heartbeat_in_flight = false;
+            match answer {
+                Ok(response) => {
+                    act.heartbeat_failures = 0;
+                    if response.reregister_block_manager {
+                        tracing::info!("Told to re-register on heartbeat");
+                    }
+                }
+                Err(e) => {
+                    act.heartbeat_failures += 1;
+                    tracing::warn!(
+                        failures = act.heartbeat_failures,
+                        "Issue communicating with driver in heartbeater: {e}"
+                    );
+                    if act.heartbeat_failures >= max_failures {
+                        let reason =
+                            format!("Unable to send heartbeats to driver more than {max_failures} times");
+                        act.exit_executor(ctx, HEARTBEAT_FAILURE_EXIT_CODE, &reason, false);
+                    }
+                }
+            }
+        }));
     }
 
     /// Spark's exitExecutor: only the first call acts; optionally tells the driver first.
@@ -202,7 +324,7 @@ impl Actor for CoarseGrainedExecutorBackend {
 impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
     type Result = ();
 
-    fn handle(&mut self, _: RegisteredExecutor, _: &mut Context<Self>) {
+    fn handle(&mut self, _: RegisteredExecutor, ctx: &mut Context<Self>) {
         let Some(driver) = self.driver() else { return };
         let executor_id = self.args.executor_id.clone();
         let handle = ExecutorHandle {
@@ -217,6 +339,7 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
             fetch_timeout: self.ask_timeout,
             executor_token: self.me.cancel_token().clone(),
         };
+        let heartbeats = HeartbeatSettings::from_properties(&self.spark_properties);
         self.executor = Some(Executor {
             executor_id: executor_id.clone(),
             cores: self.args.cores,
@@ -239,6 +362,7 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
                 executor_id: self.args.executor_id.clone(),
             });
         }
+        self.start_heartbeater(heartbeats, ctx);
     }
 }
 
