@@ -141,6 +141,22 @@ fn check_relations(conf: &SparkConf) -> Result<(), ConfError> {
         )));
     }
 
+    // HeartbeatReceiver's requirement: the expiry check cannot come less often than the
+    // time-out it enforces.
+    let executor_timeout = conf
+        .get(&keys::STORAGE_BLOCKMANAGER_HEARTBEAT_TIMEOUT)?
+        .unwrap_or(timeout);
+    let check_interval = conf.get(&keys::NETWORK_TIMEOUT_INTERVAL)?;
+    if check_interval > executor_timeout {
+        return Err(conflict(format!(
+            "{} ({}) should be less than or equal to {} ({})",
+            keys::NETWORK_TIMEOUT_INTERVAL.name(),
+            format_duration(check_interval),
+            keys::STORAGE_BLOCKMANAGER_HEARTBEAT_TIMEOUT.name(),
+            format_duration(executor_timeout)
+        )));
+    }
+
     // SparkContext refuses executors that cannot run a single task.
     let cores = conf.get(&keys::EXECUTOR_CORES)?;
     let task_cpus = conf.get(&keys::CPUS_PER_TASK)?;
@@ -168,6 +184,17 @@ fn check_relations(conf: &SparkConf) -> Result<(), ConfError> {
                 "{} ({min}) must be at most {} ({max})",
                 keys::DYN_ALLOCATION_MIN_EXECUTORS.name(),
                 keys::DYN_ALLOCATION_MAX_EXECUTORS.name()
+            )));
+        }
+        // Removing an executor loses its map output unless something keeps it: the
+        // external shuffle service, or shuffle tracking (which keeps such executors).
+        if !conf.get(&keys::SHUFFLE_SERVICE_ENABLED)?
+            && !conf.get(&keys::DYN_ALLOCATION_SHUFFLE_TRACKING_ENABLED)?
+        {
+            return Err(conflict(format!(
+                "Dynamic allocation of executors requires the external shuffle service. You may enable this through {} (or keep {} on).",
+                keys::SHUFFLE_SERVICE_ENABLED.name(),
+                keys::DYN_ALLOCATION_SHUFFLE_TRACKING_ENABLED.name()
             )));
         }
     }
@@ -346,6 +373,20 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("spark.dynamicAllocation.minExecutors (5) must be at most spark.dynamicAllocation.maxExecutors (3)"));
+        let mut c = conf(&da);
+        c.set("spark.dynamicAllocation.shuffleTracking.enabled", "false");
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("Dynamic allocation of executors requires the external shuffle service"));
+        c.set("spark.shuffle.service.enabled", "true");
+        assert_eq!(c.validate(), Ok(vec![]));
+        let c = conf(&[("spark.network.timeoutInterval", "3m")]);
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "inconsistent configuration: spark.network.timeoutInterval (3m) should be less than or equal to spark.storage.blockManagerHeartbeatTimeoutMs (2m)"
+        );
         // Without dynamic allocation Spark does not look at these.
         let c = conf(&[("spark.dynamicAllocation.maxExecutors", "0")]);
         assert_eq!(c.validate(), Ok(vec![]));

@@ -5,7 +5,15 @@
 //! - `dag-scheduler` (DAGScheduler's event loop): jobs, stages, the map output tracker;
 //! - `driver-endpoint` (DriverEndpoint): executors, offers, task launches, status updates;
 //! - `yarn-scheduler-endpoint` (YarnSchedulerEndpoint): the AM's side of the driver;
-//! - `revive-timer`: ReviveOffers every `spark.scheduler.revive.interval`.
+//! - `revive-timer`: ReviveOffers every `spark.scheduler.revive.interval`;
+//! - `heartbeat-receiver` (HeartbeatReceiver): executors' heartbeats; expires the silent;
+//! - `speculation-timer` (with `spark.speculation=true`): checkSpeculatableTasks every
+//!   `spark.speculation.interval`;
+//! - `executor-allocation-manager` (with `spark.dynamicAllocation.enabled=true`): the
+//!   ExecutorAllocationManager's schedule loop.
+//!
+//! The bus starts with the driver's own listeners: the HeartbeatReceiver's and, with
+//! dynamic allocation, the ExecutorAllocationManager's (its listener and ExecutorMonitor).
 //!
 //! `<parent>` is the AM's supervisor in cluster mode and `/submit` in client mode. State
 //! that must outlive a restart is kept by the child specs: the executor map, the
@@ -23,15 +31,28 @@ use crate::runtime::{
 use crate::scheduler::dag::{DagConfig, DagScheduler};
 use crate::scheduler::dag_scheduler::{DAGScheduler, DagState};
 use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverLinks, DriverState};
-use crate::scheduler::listener_bus::{BusCounters, BusState, ListenerBusRef, LiveListenerBus, StopBus};
+use crate::scheduler::executor_allocation_manager::{
+    AllocationConfig, ExecutorAllocationCore, ExecutorAllocationListener, ExecutorAllocationManager,
+    EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
+};
+use crate::scheduler::heartbeat_receiver::{
+    HeartbeatConfig, HeartbeatListener, HeartbeatReceiver, HeartbeatState, HEARTBEAT_RECEIVER_SEGMENT,
+};
+use crate::scheduler::listener_bus::{
+    BusCounters, BusState, ListenerBusRef, LiveListenerBus, SparkListener, StopBus,
+};
 use crate::scheduler::messages::{RequestExecutors, StopExecutors};
 use crate::scheduler::revive_timer::ReviveTimer;
+use crate::scheduler::speculation_timer::SpeculationTimer;
 use crate::scheduler::task_scheduler::{RackResolver, TaskSchedulerConfig, TaskSchedulerImpl};
 use crate::scheduler::task_set_manager::SpeculationConfig;
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 
 /// The driver supervisor's path segment.
 pub const DRIVER_SEGMENT: &str = "driver";
+
+/// The speculation timer's path segment under the driver.
+pub const SPECULATION_TIMER_SEGMENT: &str = "speculation-timer";
 
 /// Where a driver's actors are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +64,9 @@ pub struct DriverPaths {
     pub driver_endpoint: ActorPath,
     pub yarn_scheduler: ActorPath,
     pub revive_timer: ActorPath,
+    pub heartbeat_receiver: ActorPath,
+    pub speculation_timer: ActorPath,
+    pub executor_allocation_manager: ActorPath,
 }
 
 impl DriverPaths {
@@ -59,6 +83,9 @@ impl DriverPaths {
             driver_endpoint: child("driver-endpoint"),
             yarn_scheduler: child("yarn-scheduler-endpoint"),
             revive_timer: child("revive-timer"),
+            heartbeat_receiver: child(HEARTBEAT_RECEIVER_SEGMENT),
+            speculation_timer: child(SPECULATION_TIMER_SEGMENT),
+            executor_allocation_manager: child(EXECUTOR_ALLOCATION_MANAGER_SEGMENT),
             driver,
         }
     }
@@ -134,15 +161,16 @@ pub fn driver_spec(
         .unwrap_or(10_000) as usize;
     let counters = Arc::new(BusCounters::default());
     let bus = ListenerBusRef::new(cluster.endpoint(&paths.listener_bus), counters.clone(), capacity);
+    let ts_config = task_scheduler_config(conf);
+    let speculation = ts_config
+        .speculation
+        .enabled
+        .then(|| Duration::from_millis(ts_config.speculation.interval_ms.max(1)));
     let seed = cluster.clock().epoch_millis();
     let links = DriverLinks {
         yarn_scheduler: paths.yarn_scheduler.clone(),
         dag_scheduler: paths.dag_scheduler.clone(),
-        task_scheduler: Kept::new(TaskSchedulerImpl::new(
-            task_scheduler_config(conf),
-            rack_resolver(conf),
-            seed,
-        )),
+        task_scheduler: Kept::new(TaskSchedulerImpl::new(ts_config, rack_resolver(conf), seed)),
         bus: bus.clone(),
     };
     let dag_config = DagConfig::from_lookup(|k| conf.get_str(k));
@@ -150,7 +178,24 @@ pub fn driver_spec(
         core: DagScheduler::new(dag_config),
         waiters: Default::default(),
     });
-    let bus_state = Kept::new(BusState::default());
+    // The driver's own listeners, there from the first event.
+    let heartbeats = Kept::new(HeartbeatState::default());
+    let heartbeat_config = HeartbeatConfig::from_conf(conf);
+    let mut listeners: Vec<Box<dyn SparkListener>> = vec![Box::new(HeartbeatListener::new(
+        heartbeats.clone(),
+        cluster.clock().clone(),
+    ))];
+    let allocation = conf
+        .get(&conf::DYN_ALLOCATION_ENABLED)
+        .unwrap_or(false)
+        .then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
+    if let Some(core) = &allocation {
+        listeners.push(Box::new(ExecutorAllocationListener::new(
+            core.clone(),
+            cluster.clock().clone(),
+        )));
+    }
+    let bus_state = Kept::new(BusState::with_listeners(listeners));
     let driver_state = Kept::new(DriverState::default());
     let am = Kept::new(None);
     let (conf, paths) = (conf.clone(), paths.clone());
@@ -165,7 +210,17 @@ pub fn driver_spec(
         let (c, l, st) = (conf.clone(), links.clone(), driver_state.clone());
         let (de2, am) = (paths.driver_endpoint.clone(), am.clone());
         let de3 = paths.driver_endpoint.clone();
-        SupervisorSpec::new(Strategy::OneForOne)
+        let (ts2, dag2, de4) = (
+            links.task_scheduler.clone(),
+            paths.dag_scheduler.clone(),
+            paths.driver_endpoint.clone(),
+        );
+        let (hb, hbc, de5) = (
+            heartbeats.clone(),
+            heartbeat_config.clone(),
+            paths.driver_endpoint.clone(),
+        );
+        let mut spec = SupervisorSpec::new(Strategy::OneForOne)
             .supervision(&supervision)
             .child(ChildSpec::worker("listener-bus", move |_, me| {
                 LiveListenerBus::new(me, bs.clone(), bc.clone())
@@ -182,17 +237,52 @@ pub fn driver_spec(
             .child(ChildSpec::worker("revive-timer", move |_, me| {
                 ReviveTimer::new(me, de3.clone(), revive_interval)
             }))
+            .child(ChildSpec::worker(HEARTBEAT_RECEIVER_SEGMENT, move |_, me| {
+                HeartbeatReceiver::new(me, hb.clone(), de5.clone(), hbc.clone(), ask_timeout)
+            }));
+        if let Some(interval) = speculation {
+            spec = spec.child(ChildSpec::worker(SPECULATION_TIMER_SEGMENT, move |_, me| {
+                SpeculationTimer::new(me, ts2.clone(), dag2.clone(), de4.clone(), interval)
+            }));
+        }
+        if let Some(core) = &allocation {
+            let (core, de6) = (core.clone(), paths.driver_endpoint.clone());
+            spec = spec.child(ChildSpec::worker(
+                EXECUTOR_ALLOCATION_MANAGER_SEGMENT,
+                move |_, me| {
+                    ExecutorAllocationManager::new(
+                        me,
+                        core.clone(),
+                        de6.clone(),
+                        SCHEDULE_INTERVAL,
+                        ask_timeout,
+                    )
+                },
+            ));
+        }
+        spec
     })
     .restart(crate::runtime::Restart::Temporary);
     (spec, bus)
 }
 
-/// SparkContext.stop's effect on the cluster side: the executor target goes to 0 (so the
+/// SparkContext.stop's effect on the cluster side: the allocation manager stops, the
+/// executor target goes to 0 (so the
 /// AM cancels its requests and replaces nobody), every executor is told to stop, the
 /// listener bus delivers what it holds and stops its listeners (the event log is renamed),
 /// and the driver's subtree stops. Each step is bounded by `bound`; a step whose actor is
 /// already gone is skipped.
 pub async fn stop_driver(cluster: &Cluster, paths: &DriverPaths, bound: Duration) {
+    // The allocation manager first, so it asks for nothing more (Spark stops it first too).
+    let driver = cluster.endpoint::<Supervisor>(&paths.driver);
+    if cluster.registry().contains(&paths.executor_allocation_manager) {
+        let _ = driver
+            .ask(
+                TerminateChild(EXECUTOR_ALLOCATION_MANAGER_SEGMENT.to_string()),
+                bound,
+            )
+            .await;
+    }
     let yse = cluster.endpoint::<YarnSchedulerEndpoint>(&paths.yarn_scheduler);
     let _ = yse.ask(RequestExecutors::default(), bound).await;
     let de = cluster.endpoint::<DriverEndpoint>(&paths.driver_endpoint);

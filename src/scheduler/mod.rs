@@ -15,6 +15,7 @@ pub mod listener_bus;
 pub mod loss_reason;
 pub mod messages;
 pub mod revive_timer;
+pub mod speculation_timer;
 pub mod task;
 pub mod task_scheduler;
 pub mod task_set;

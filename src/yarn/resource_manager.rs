@@ -351,6 +351,7 @@ impl ResourceManager {
         let attempt_id = id.attempt;
         let app_id = attempt_id.app;
         let mut am_ended = None;
+        let running_containers;
         {
             let mut st = self.state.lock();
             st.scheduler.release(&id);
@@ -361,6 +362,7 @@ impl ResourceManager {
                 return;
             };
             attempt.containers.remove(&id);
+            running_containers = attempt.containers.len();
             if attempt.released.remove(&id) {
                 status.exit_status = exit_status::ABORTED;
                 status.diagnostics = "Container released by application".into();
@@ -375,7 +377,8 @@ impl ResourceManager {
             app_id = %app_id,
             container_id = %id,
             exit_status = status.exit_status,
-            "Container {id} completed with exit status {}",
+            running_containers = running_containers as u64,
+            "Container {id} completed with exit status {} ({running_containers} container(s) of the attempt running)",
             status.exit_status
         );
         if let Some(status) = am_ended {
@@ -763,18 +766,21 @@ impl Handler<Allocate> for ResourceManager {
                 container_hosts,
                 ..
             } = &mut *st;
+            let mut running_containers = 0;
             if let Some(attempt) = apps.get_mut(&msg.attempt_id.app).and_then(|a| a.current_mut()) {
                 for c in &granted {
                     attempt.containers.insert(c.id);
                     container_hosts.insert(c.id, c.node.clone());
                 }
+                running_containers = attempt.containers.len();
             }
             if !granted.is_empty() {
                 tracing::info!(
                     app_id = %msg.attempt_id.app,
                     granted = granted.len() as u64,
                     asks = msg.asks.len() as u64,
-                    "Allocated {} container(s) for {} ({} outstanding request(s))",
+                    running_containers = running_containers as u64,
+                    "Allocated {} container(s) for {} ({} outstanding request(s); {running_containers} container(s) of the attempt running)",
                     granted.len(),
                     msg.attempt_id,
                     msg.asks.len()
