@@ -7,9 +7,11 @@
 //! [`deploy`] (SparkSubmit, the Client, the ApplicationMaster and its allocator),
 //! [`scheduler`] (the driver's endpoints and messages), [`executor`] (the executor
 //! backend), [`context`] (what applications see: AppEnv, SparkContext), [`apps`] (the
-//! built-in applications), [`cli`] (the command line).
+//! built-in applications), [`chaos`] (what fault injection aims at, plans from the
+//! configuration), [`cli`] (the command line).
 
 pub mod apps;
+pub mod chaos;
 pub mod cli;
 pub mod conf;
 pub mod context;

@@ -10,8 +10,8 @@ use common::*;
 use sparkyard::rpc::AskError;
 use sparkyard::runtime::fault::PlanOutcome;
 use sparkyard::runtime::{
-    ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Strategy,
-    SupervisorSpec, Terminated,
+    ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Span, Strategy,
+    SupervisorSpec, Terminated, Trigger,
 };
 
 fn watcher_spec(seen: &Arc<Mutex<Vec<Terminated>>>) -> ChildSpec {
@@ -228,7 +228,7 @@ async fn run_seeded(seed: u64) -> (FaultPlan, Vec<PlanOutcome>, Vec<String>) {
         "/node/nothing-here",
         "*/revive-timer",
     ];
-    let plan = FaultPlan::seeded(seed, &targets, 12, Duration::from_secs(10)).unwrap();
+    let plan = FaultPlan::seeded(seed, &targets, 12, Span::Time(Duration::from_secs(10))).unwrap();
     let run = cluster.run_plan(plan.clone(), "chaos");
     // Step through the plan's moments so every kill finds its target restarted.
     for _ in 0..100 {
@@ -268,22 +268,42 @@ async fn a_seeded_plan_replays_identically() {
 fn explicit_plans_are_sorted_and_validated() {
     let plan = FaultPlan::new(vec![
         PlannedFault {
-            at: Duration::from_secs(2),
+            when: Trigger::At(Duration::from_secs(2)),
             target: "/a".into(),
             mode: KillMode::Stop,
+            pick: None,
         },
         PlannedFault {
-            at: Duration::from_secs(1),
+            when: Trigger::AfterTasks(1),
             target: "*/b".into(),
             mode: KillMode::Panic,
+            pick: None,
+        },
+    ])
+    .unwrap();
+    // Moments first, then progress.
+    assert_eq!(plan.faults[0].target, "/a");
+    let plan = FaultPlan::new(vec![
+        PlannedFault {
+            when: Trigger::AfterTasks(9),
+            target: "/a".into(),
+            mode: KillMode::Stop,
+            pick: None,
+        },
+        PlannedFault {
+            when: Trigger::AfterTasks(3),
+            target: "*/b".into(),
+            mode: KillMode::Panic,
+            pick: None,
         },
     ])
     .unwrap();
     assert_eq!(plan.faults[0].target, "*/b");
     let bad = FaultPlan::new(vec![PlannedFault {
-        at: Duration::ZERO,
+        when: Trigger::At(Duration::ZERO),
         target: "a b".into(),
         mode: KillMode::Stop,
+        pick: None,
     }]);
     assert!(bad.is_err());
 }
@@ -405,4 +425,49 @@ async fn stopping_a_container_cancels_the_blocking_work_inside_it() {
         reason.starts_with("/nm/container_1_0001_01_000002/executor-1/backend ended"),
         "{reason}"
     );
+}
+
+#[actix_rt::test]
+async fn a_plan_by_progress_fires_after_the_kth_finished_task() {
+    let cluster = cluster();
+    let journal = Journal::default();
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .intensity(10, Duration::from_secs(10))
+        .child(probe_spec("target", &journal));
+    cluster.start_root("p", spec).unwrap();
+    eventually("started", || journal.lines().len() == 1).await;
+    // Tasks finished before the plan starts do not count.
+    cluster.progress().task_finished();
+    let plan = FaultPlan::new(vec![
+        PlannedFault {
+            when: Trigger::AfterTasks(2),
+            target: "/p/target".into(),
+            mode: KillMode::Stop,
+            pick: None,
+        },
+        PlannedFault {
+            when: Trigger::AfterTasks(3),
+            target: "/p/nothing".into(),
+            mode: KillMode::Stop,
+            pick: None,
+        },
+    ])
+    .unwrap();
+    let run = cluster.run_plan(plan, "progress-test");
+    cluster.progress().task_finished();
+    tokio::task::yield_now().await;
+    assert!(run.outcomes().is_empty(), "one task since the start");
+    cluster.progress().task_finished();
+    eventually("first kill", || run.outcomes().len() == 1).await;
+    assert_eq!(run.outcomes()[0].killed.len(), 1);
+    cluster.progress().task_finished();
+    eventually("plan finished", || run.is_finished()).await;
+    assert!(run.outcomes()[1].killed.is_empty(), "skipped");
+    let injected = events(&cluster, "fault_injected");
+    assert_eq!(injected.len(), 1);
+    assert_eq!(
+        injected[0]["by"].as_str(),
+        Some("progress-test (after 2 finished tasks)")
+    );
+    assert_eq!(events(&cluster, "fault_skipped").len(), 1);
 }

@@ -715,8 +715,24 @@ keys! {
     SUPERVISOR_SHUTDOWN_TIMEOUT: TimeEntry =
         ConfEntry::new("spark.sparkyard.supervisor.shutdownTimeout", HUMANE_MS, "5s");
 
-    /// Seed of the random fault-injection plan; unset means no random faults.
+    /// Seed of the random fault-injection plan of an embedded run; unset means no random
+    /// faults.
     CHAOS_SEED: OptU64Entry = OptEntry::new("spark.sparkyard.chaos.seed", IntKind::new(), "(none)");
+
+    /// How many kills a seeded fault plan makes.
+    CHAOS_KILLS: U32Entry = ConfEntry::new("spark.sparkyard.chaos.kills", IntKind::new(), "3");
+
+    /// A seeded plan's kills fire after a number of finished tasks drawn from 1 to this.
+    CHAOS_TASKS: U32Entry = ConfEntry::new("spark.sparkyard.chaos.tasks", IntKind::new(), "10")
+        .check(at_least_one, "must be at least 1");
+
+    /// The actors (paths or globs) a seeded plan draws from; unset means every killable actor.
+    CHAOS_TARGETS: OptListEntry =
+        OptEntry::new("spark.sparkyard.chaos.targets", ListKind, "(every killable actor)");
+
+    /// An explicit fault plan of an embedded run: `<glob>@<finished tasks>[:panic]`, comma
+    /// separated.
+    CHAOS_PLAN: OptStrEntry = OptEntry::new("spark.sparkyard.chaos.plan", StrKind, "(none)");
 
     // ---------------------------------------------------------------- YARN (yarn-site.conf)
 

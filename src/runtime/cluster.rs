@@ -17,7 +17,7 @@ use actix::{Actor, ArbiterHandle, Context};
 use super::cell::{self, CellShared, ExitNotify, Me, SpawnArgs, DEFAULT_MAILBOX};
 use super::clock::Clock;
 use super::exit::ExitReason;
-use super::fault::FaultState;
+use super::fault::{FaultState, Progress};
 use super::panic::install_quiet_hook;
 use super::path::{ActorPath, PathError};
 use super::registry::{ActorInfo, Registry};
@@ -31,6 +31,7 @@ struct Inner {
     registry: Registry,
     clock: Clock,
     faults: FaultState,
+    progress: Progress,
     log: Arc<LogCtx>,
     sink: Arc<LogSink>,
     arbiter: ArbiterHandle,
@@ -116,6 +117,7 @@ impl ClusterBuilder {
                 registry: Registry::default(),
                 clock,
                 faults: FaultState::default(),
+                progress: Progress::default(),
                 log: Arc::new(log),
                 sink,
                 arbiter,
@@ -150,6 +152,10 @@ impl Cluster {
     }
     pub(crate) fn faults(&self) -> &FaultState {
         &self.inner.faults
+    }
+    /// Job progress (tasks finished), which fault plans can be triggered by.
+    pub fn progress(&self) -> &Progress {
+        &self.inner.progress
     }
 
     /// Runs a future on the cluster's arbiter, in the cluster's log context.

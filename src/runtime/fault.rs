@@ -6,16 +6,18 @@
 //! - Partition: drop, or delay, every message to and from matching actors for a while.
 //!   Endpoint refs consult [`FaultState::route`] on every send; with no partition active
 //!   that costs one atomic load.
-//! - A [`FaultPlan`] is a list of kills at moments; [`FaultPlan::seeded`] draws one from a
-//!   seed (which actors, when, how) with a fixed generator, so the same seed gives the same
-//!   plan on every machine and every version.
+//! - A [`FaultPlan`] is a list of kills, each fired by a [`Trigger`]: a moment after the
+//!   plan starts, or job progress (once the cluster's k-th task has finished since the plan
+//!   started, counted by [`Progress`]). [`FaultPlan::seeded`] draws one from a seed (which
+//!   actors, when, how) with a fixed generator, so the same seed gives the same plan on every
+//!   machine and every version.
 //!
 //! Every kill is logged as a `fault_injected` record about the victim, with `mode`, `target`
 //! and `by`; a planned kill that matches no actor is logged as `fault_skipped`.
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -164,19 +166,97 @@ impl FaultState {
     }
 }
 
-/// One kill of a plan: at `at` after the plan starts, kill what matches `target`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedFault {
-    pub at: Duration,
-    pub target: String,
-    pub mode: KillMode,
+/// When a planned kill fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Trigger {
+    /// This long after the plan started (cluster clock).
+    At(Duration),
+    /// Once this many tasks have finished successfully since the plan started.
+    AfterTasks(u64),
 }
 
-/// A list of kills at moments, in time order.
+impl Trigger {
+    /// The order plans fire in: moments by time, then progress by count.
+    fn sort_key(&self) -> (u8, u128) {
+        match self {
+            Trigger::At(d) => (0, d.as_millis()),
+            Trigger::AfterTasks(n) => (1, u128::from(*n)),
+        }
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trigger::At(d) => write!(f, "at {}", humantime::format_duration(*d)),
+            Trigger::AfterTasks(n) => write!(f, "after {n} finished task{}", if *n == 1 { "" } else { "s" }),
+        }
+    }
+}
+
+/// How far a seeded plan spreads its kills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Span {
+    /// Moments drawn from `0..window`.
+    Time(Duration),
+    /// Progress drawn from `1..=tasks` finished tasks.
+    Tasks(u64),
+}
+
+/// One kill of a plan: when `when` fires, kill what matches `target`: every match, or with
+/// `pick = Some(n)` only the `n mod count`-th of the running matches in path order (a seeded
+/// plan kills one actor per kill).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedFault {
+    pub when: Trigger,
+    pub target: String,
+    pub mode: KillMode,
+    #[serde(default)]
+    pub pick: Option<u64>,
+}
+
+/// A list of kills, in firing order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultPlan {
     pub seed: Option<u64>,
     pub faults: Vec<PlannedFault>,
+}
+
+/// Job progress, counted per cluster: tasks finished successfully (the DriverEndpoint counts
+/// them), so fault plans can fire "after the k-th finished task".
+#[derive(Default)]
+pub struct Progress {
+    tasks_finished: AtomicU64,
+    waiters: AtomicUsize,
+    changed: tokio::sync::Notify,
+}
+
+impl Progress {
+    /// One more task finished.
+    pub fn task_finished(&self) {
+        self.tasks_finished.fetch_add(1, Ordering::AcqRel);
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Tasks finished so far.
+    pub fn tasks_finished(&self) -> u64 {
+        self.tasks_finished.load(Ordering::Acquire)
+    }
+
+    /// Waits until at least `n` tasks have finished.
+    pub async fn wait_tasks(&self, n: u64) {
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        loop {
+            let notified = self.changed.notified();
+            if self.tasks_finished() >= n {
+                break;
+            }
+            notified.await;
+        }
+        self.waiters.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The generator of seeded plans: SplitMix64, written out here so a seed means the same
@@ -213,25 +293,21 @@ impl SplitMix64 {
 }
 
 impl FaultPlan {
-    /// A plan from explicit kills; every target is validated, kills are sorted by time
-    /// (stable for equal times).
+    /// A plan from explicit kills; every target is validated, kills are sorted by their
+    /// triggers (stable for equal ones).
     pub fn new(mut faults: Vec<PlannedFault>) -> Result<FaultPlan, FaultError> {
         for f in &faults {
             PathGlob::parse(&f.target).map_err(FaultError::BadPattern)?;
         }
-        faults.sort_by_key(|f| f.at);
+        faults.sort_by_key(|f| f.when.sort_key());
         Ok(FaultPlan { seed: None, faults })
     }
 
     /// A random plan, a pure function of its arguments: `kills` kills, each of a target
-    /// drawn from `targets` (paths or globs), at a millisecond drawn from `0..window`, as a
-    /// stop or a panic.
-    pub fn seeded(
-        seed: u64,
-        targets: &[&str],
-        kills: usize,
-        window: Duration,
-    ) -> Result<FaultPlan, FaultError> {
+    /// drawn from `targets` (paths or globs), fired at a millisecond drawn from `0..window`
+    /// (`Span::Time`) or after a number of finished tasks drawn from `1..=tasks`
+    /// (`Span::Tasks`), as a stop or a panic.
+    pub fn seeded(seed: u64, targets: &[&str], kills: usize, span: Span) -> Result<FaultPlan, FaultError> {
         if targets.is_empty() {
             return Err(FaultError::NoMatch("(an empty list of targets)".into()));
         }
@@ -239,17 +315,27 @@ impl FaultPlan {
             PathGlob::parse(t).map_err(FaultError::BadPattern)?;
         }
         let mut rng = SplitMix64::new(seed);
-        let window_ms = (window.as_millis() as u64).max(1);
         let faults = (0..kills)
             .map(|_| {
                 let target = targets[rng.below(targets.len() as u64) as usize].to_string();
-                let at = Duration::from_millis(rng.below(window_ms));
+                let when = match span {
+                    Span::Time(window) => Trigger::At(Duration::from_millis(
+                        rng.below((window.as_millis() as u64).max(1)),
+                    )),
+                    Span::Tasks(tasks) => Trigger::AfterTasks(1 + rng.below(tasks.max(1))),
+                };
                 let mode = if rng.below(2) == 0 {
                     KillMode::Stop
                 } else {
                     KillMode::Panic
                 };
-                PlannedFault { at, target, mode }
+                let pick = Some(rng.next_u64() >> 1);
+                PlannedFault {
+                    when,
+                    target,
+                    mode,
+                    pick,
+                }
             })
             .collect();
         let mut plan = FaultPlan::new(faults)?;
@@ -286,10 +372,27 @@ impl PlanRun {
 impl Cluster {
     /// Kills every running actor matching `target` (a path or glob) at once.
     pub fn kill(&self, target: &str, mode: KillMode, by: &str) -> Result<Vec<Killed>, FaultError> {
+        self.kill_picked(target, None, mode, by)
+    }
+
+    /// Kills every running actor matching `target`, or with `pick = Some(n)` only the
+    /// `n mod count`-th of them in path order.
+    pub fn kill_picked(
+        &self,
+        target: &str,
+        pick: Option<u64>,
+        mode: KillMode,
+        by: &str,
+    ) -> Result<Vec<Killed>, FaultError> {
         let glob = PathGlob::parse(target).map_err(FaultError::BadPattern)?;
-        let victims = self.registry().matching(&glob);
+        let mut victims = self.registry().matching(&glob);
+        victims.retain(|v| !v.is_done());
         if victims.is_empty() {
             return Err(FaultError::NoMatch(target.to_string()));
+        }
+        if let Some(n) = pick {
+            let chosen = victims.swap_remove((n % victims.len() as u64) as usize);
+            victims = vec![chosen];
         }
         let mut killed = Vec::with_capacity(victims.len());
         for v in victims {
@@ -334,13 +437,13 @@ impl Cluster {
         let deadline = self.clock().now().saturating_add(after);
         self.spawn_task(async move {
             cluster.clock().sleep_until(deadline).await;
-            cluster.kill_or_skip(&target, mode, &by);
+            cluster.kill_or_skip(&target, None, mode, &by);
         });
         Ok(())
     }
 
-    fn kill_or_skip(&self, target: &str, mode: KillMode, by: &str) -> Vec<Killed> {
-        match self.kill(target, mode, by) {
+    fn kill_or_skip(&self, target: &str, pick: Option<u64>, mode: KillMode, by: &str) -> Vec<Killed> {
+        match self.kill_picked(target, pick, mode, by) {
             Ok(killed) => killed,
             Err(e) => {
                 in_scope(
@@ -391,10 +494,15 @@ impl Cluster {
         let run = PlanRun::default();
         let (cluster, by, r) = (self.clone(), by.to_string(), run.clone());
         let start = self.clock().now();
+        let base = self.progress().tasks_finished();
         self.spawn_task(async move {
             for fault in plan.faults {
-                cluster.clock().sleep_until(start.saturating_add(fault.at)).await;
-                let killed = cluster.kill_or_skip(&fault.target, fault.mode, &by);
+                match fault.when {
+                    Trigger::At(at) => cluster.clock().sleep_until(start.saturating_add(at)).await,
+                    Trigger::AfterTasks(n) => cluster.progress().wait_tasks(base.saturating_add(n)).await,
+                }
+                let who = format!("{by} ({})", fault.when);
+                let killed = cluster.kill_or_skip(&fault.target, fault.pick, fault.mode, &who);
                 r.outcomes
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -413,14 +521,28 @@ mod tests {
     #[test]
     fn seeded_plans_replay() {
         let targets = ["*/allocator", "*/driver-endpoint", "/node/rm"];
-        let a = FaultPlan::seeded(42, &targets, 10, Duration::from_secs(5)).unwrap();
-        let b = FaultPlan::seeded(42, &targets, 10, Duration::from_secs(5)).unwrap();
-        let c = FaultPlan::seeded(43, &targets, 10, Duration::from_secs(5)).unwrap();
+        let span = Span::Time(Duration::from_secs(5));
+        let a = FaultPlan::seeded(42, &targets, 10, span).unwrap();
+        let b = FaultPlan::seeded(42, &targets, 10, span).unwrap();
+        let c = FaultPlan::seeded(43, &targets, 10, span).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a.faults.len(), 10);
-        assert!(a.faults.windows(2).all(|w| w[0].at <= w[1].at));
-        assert!(a.faults.iter().all(|f| f.at < Duration::from_secs(5)));
+        let at = |f: &PlannedFault| match f.when {
+            Trigger::At(d) => d,
+            Trigger::AfterTasks(_) => panic!("a time plan"),
+        };
+        assert!(a.faults.windows(2).all(|w| at(&w[0]) <= at(&w[1])));
+        assert!(a.faults.iter().all(|f| at(f) < Duration::from_secs(5)));
+        // By progress: after 1..=20 finished tasks, in order.
+        let p = FaultPlan::seeded(42, &targets, 10, Span::Tasks(20)).unwrap();
+        assert_eq!(p, FaultPlan::seeded(42, &targets, 10, Span::Tasks(20)).unwrap());
+        let n = |f: &PlannedFault| match f.when {
+            Trigger::AfterTasks(n) => n,
+            Trigger::At(_) => panic!("a progress plan"),
+        };
+        assert!(p.faults.windows(2).all(|w| n(&w[0]) <= n(&w[1])));
+        assert!(p.faults.iter().all(|f| (1..=20).contains(&n(f))));
         assert!(a.faults.iter().any(|f| f.mode == KillMode::Stop));
         assert!(a.faults.iter().any(|f| f.mode == KillMode::Panic));
         // The generator is fixed: these values must never change.
@@ -431,10 +553,10 @@ mod tests {
     #[test]
     fn bad_targets_are_rejected() {
         assert!(matches!(
-            FaultPlan::seeded(1, &["no-slash"], 1, Duration::from_secs(1)),
+            FaultPlan::seeded(1, &["no-slash"], 1, Span::Tasks(1)),
             Err(FaultError::BadPattern(_))
         ));
-        assert!(FaultPlan::seeded(1, &[], 1, Duration::from_secs(1)).is_err());
+        assert!(FaultPlan::seeded(1, &[], 1, Span::Tasks(1)).is_err());
         assert_eq!("panic".parse::<KillMode>(), Ok(KillMode::Panic));
         assert!("maim".parse::<KillMode>().is_err());
     }

@@ -28,7 +28,7 @@ pub use cell::Me;
 pub use clock::Clock;
 pub use cluster::Cluster;
 pub use exit::ExitReason;
-pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault};
+pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault, Progress, Span, Trigger};
 pub use path::{ActorPath, PathGlob};
 pub use supervisor::{
     Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervision, Supervisor, SupervisorSpec,

@@ -681,6 +681,8 @@ impl Handler<StatusUpdate> for DriverEndpoint {
             TaskState::Launching | TaskState::Running => TaskUpdate::Running,
             TaskState::Finished => match rmp_serde::from_slice::<TaskResult>(&data) {
                 Ok(r) => {
+                    // Job progress, which fault plans can be triggered by.
+                    self.me.cluster().progress().task_finished();
                     result = Some((task_id, r));
                     TaskUpdate::Finished {
                         result_size: data.len() as u64,
