@@ -68,6 +68,17 @@ pub async fn submit(
     app_args: &[&str],
     conf: Arc<SparkConf>,
 ) -> (ClientOutcome, String) {
+    submit_within(node, class, app_args, conf, Duration::from_secs(30)).await
+}
+
+/// [`submit`] with its own bound on the whole run.
+pub async fn submit_within(
+    node: &Node,
+    class: &str,
+    app_args: &[&str],
+    conf: Arc<SparkConf>,
+    bound: Duration,
+) -> (ClientOutcome, String) {
     let args = ClientArgs {
         conf,
         main_class: class.into(),
@@ -82,17 +93,20 @@ pub async fn submit(
         .expect("submitted");
     let rm = node.rm.clone();
     let outcome = tokio::time::timeout(
-        Duration::from_secs(30),
+        bound,
         Instrumented::new(async move { follow_application(&rm, &args, app).await }, ctx),
     )
     .await
-    .expect("the application ends within 30 s");
-    let container = outcome
-        .report
-        .as_ref()
-        .and_then(|r| r.am_container)
-        .expect("an AM container");
-    let output = node.rm.container_output(container).await.unwrap_or_default();
+    .unwrap_or_else(|_| {
+        panic!(
+            "the application ends within {}",
+            humantime::format_duration(bound)
+        )
+    });
+    let output = match outcome.report.as_ref().and_then(|r| r.am_container) {
+        Some(container) => node.rm.container_output(container).await.unwrap_or_default(),
+        None => String::new(),
+    };
     (outcome, output)
 }
 

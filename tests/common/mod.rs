@@ -4,6 +4,7 @@
 
 pub mod inproc;
 pub mod process;
+pub mod suite;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
