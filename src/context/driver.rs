@@ -29,7 +29,7 @@ use crate::runtime::{
     ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, Supervisor, SupervisorSpec,
 };
 use crate::scheduler::dag::{DagConfig, DagScheduler};
-use crate::scheduler::dag_scheduler::{DAGScheduler, DagState};
+use crate::scheduler::dag_scheduler::{DAGScheduler, DagEventQueue, DagQueueRef, DagState};
 use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverLinks, DriverState};
 use crate::scheduler::executor_allocation_manager::{
     AllocationConfig, ExecutorAllocationCore, ExecutorAllocationListener, ExecutorAllocationManager,
@@ -167,9 +167,11 @@ pub fn driver_spec(
         .enabled
         .then(|| Duration::from_millis(ts_config.speculation.interval_ms.max(1)));
     let seed = cluster.clock().epoch_millis();
+    let dag_queue = Kept::new(DagEventQueue::default());
     let links = DriverLinks {
         yarn_scheduler: paths.yarn_scheduler.clone(),
         dag_scheduler: paths.dag_scheduler.clone(),
+        dag_queue: DagQueueRef::new(dag_queue.clone(), cluster.endpoint(&paths.dag_scheduler)),
         task_scheduler: Kept::new(TaskSchedulerImpl::new(ts_config, rack_resolver(conf), seed)),
         bus: bus.clone(),
     };
@@ -201,8 +203,9 @@ pub fn driver_spec(
     let (conf, paths) = (conf.clone(), paths.clone());
     let spec = ChildSpec::supervisor(DRIVER_SEGMENT, move || {
         let (bs, bc) = (bus_state.clone(), counters.clone());
-        let (ds, ts, de, dbus) = (
+        let (ds, dq, ts, de, dbus) = (
             dag_state.clone(),
+            dag_queue.clone(),
             links.task_scheduler.clone(),
             paths.driver_endpoint.clone(),
             links.bus.clone(),
@@ -212,7 +215,7 @@ pub fn driver_spec(
         let de3 = paths.driver_endpoint.clone();
         let (ts2, dag2, de4) = (
             links.task_scheduler.clone(),
-            paths.dag_scheduler.clone(),
+            links.dag_queue.clone(),
             paths.driver_endpoint.clone(),
         );
         let (hb, hbc, de5) = (
@@ -226,7 +229,7 @@ pub fn driver_spec(
                 LiveListenerBus::new(me, bs.clone(), bc.clone())
             }))
             .child(ChildSpec::worker("dag-scheduler", move |_, me| {
-                DAGScheduler::new(me, ds.clone(), ts.clone(), de.clone(), dbus.clone())
+                DAGScheduler::new(me, ds.clone(), dq.clone(), ts.clone(), de.clone(), dbus.clone())
             }))
             .child(ChildSpec::worker("driver-endpoint", move |_, me| {
                 DriverEndpoint::new(me, c.clone(), l.clone(), st.clone())

@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::conf::{self, SparkConf};
 use crate::rdd::api::{JobError, JobRunner};
 use crate::rdd::{Lineage, RddId, ResultFunc, ShuffleId, Value};
-use crate::rpc::EndpointRef;
+use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::blocking::block_on;
 use crate::runtime::{ActorPath, CancelToken, Cluster};
 use crate::scheduler::dag_scheduler::{CancelJobs, DAGScheduler, SubmitJob};
@@ -23,6 +23,9 @@ use crate::scheduler::messages::GetExecutors;
 
 /// How often a waiting application thread looks at its cancellation token.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// The pause before a job is submitted again to a DAGScheduler that was restarting.
+const RESUBMIT_PAUSE: Duration = Duration::from_millis(5);
 
 /// The driver's JobRunner (shared by every RDD of one SparkContext).
 pub struct DriverJobRunner {
@@ -125,26 +128,42 @@ impl JobRunner for DriverJobRunner {
             ));
         }
         let (tx, rx) = mpsc::sync_channel(1);
-        let submit = SubmitJob {
-            lineage: Arc::new(lineage.clone()),
-            rdd,
-            partitions: partitions.to_vec(),
-            func: func.clone(),
-            call_site: call_site.to_string(),
-            properties: vec![("callSite.short".into(), call_site.to_string())],
-            waiter: tx,
-        };
-        let job_id = match block_on(&self.cluster, self.dag().ask(submit, self.bound), self.bound) {
-            Ok(Ok(Ok(id))) => id,
-            Ok(Ok(Err(refused))) => {
-                return Err(JobError::with_class(
-                    "java.lang.IllegalArgumentException",
-                    refused,
-                ))
+        let lineage = Arc::new(lineage.clone());
+        let clock = self.cluster.clock().clone();
+        let deadline = clock.now() + self.bound;
+        // A SubmitJob that reached a DAGScheduler which then failed was never registered
+        // (its mailbox died with it): submit it again to the next incarnation, within the
+        // bound.
+        let job_id = loop {
+            let submit = SubmitJob {
+                lineage: lineage.clone(),
+                rdd,
+                partitions: partitions.to_vec(),
+                func: func.clone(),
+                call_site: call_site.to_string(),
+                properties: vec![("callSite.short".into(), call_site.to_string())],
+                waiter: tx.clone(),
+            };
+            let left = deadline.saturating_sub(clock.now());
+            match block_on(&self.cluster, self.dag().ask(submit, left), left) {
+                Ok(Ok(Ok(id))) => break id,
+                Ok(Ok(Err(refused))) => {
+                    return Err(JobError::with_class(
+                        "java.lang.IllegalArgumentException",
+                        refused,
+                    ))
+                }
+                Ok(Err(e @ (AskError::Died { .. } | AskError::Lookup(_)))) if clock.now() < deadline => {
+                    tracing::warn!("The DAGScheduler did not take the job ({e}); submitting it again");
+                    clock
+                        .blocking_sleep(RESUBMIT_PAUSE, Some(&self.cancel))
+                        .map_err(|c| JobError::new(c.to_string()))?;
+                }
+                Ok(Err(e)) => return Err(JobError::new(format!("cannot submit the job: {e}"))),
+                Err(e) => return Err(JobError::new(format!("cannot submit the job: {e}"))),
             }
-            Ok(Err(e)) => return Err(JobError::new(format!("cannot submit the job: {e}"))),
-            Err(e) => return Err(JobError::new(format!("cannot submit the job: {e}"))),
         };
+        drop(tx);
         loop {
             match rx.recv_timeout(WAIT_SLICE) {
                 Ok(Ok(values)) => return Ok(values),

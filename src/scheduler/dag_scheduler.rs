@@ -7,13 +7,17 @@
 //! here, and a finished job completes its JobWaiter (a channel the application's thread
 //! waits on).
 //!
-//! Restart: the core and the waiters are kept by the supervisor, but the events queued at
-//! the failure are lost with the mailbox, so a new incarnation cannot trust its jobs to
-//! finish: as Spark does when its event loop fails, it fails every active job
-//! ("Job N cancelled because the DAGScheduler failed and was restarted") and goes on
-//! serving new ones.
+//! Its event queue (Spark's event loop's queue) is not the mailbox: posters push
+//! DAGSchedulerEvents into a [`DagEventQueue`] kept by the driver's supervisor and wake the
+//! actor with one `DrainEvents` message, which handles them in order, in batches.
+//!
+//! Restart: the core (jobs, stages, the map output tracker), the job waiters and the event
+//! queue are kept by the supervisor, so a new incarnation loses nothing: it drains the
+//! events that arrived while it was down, re-arms the resubmit timer if failed stages wait
+//! for it, and the running jobs go on. A SubmitJob ask that was queued in the dead mailbox
+//! fails with `Died` and the SparkContext submits it again (it was never registered).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,10 +37,77 @@ use crate::runtime::{ActorPath, Kept, Me};
 /// What a job's waiter receives: one value per requested partition, or Spark's error.
 pub type JobOutcome = Result<Vec<Value>, String>;
 
-/// A DAGSchedulerEvent from the TaskScheduler side.
+/// A DAGSchedulerEvent handled at once (tests and tools; the scheduler's own posters use
+/// the kept queue, [`DagQueueRef::post`]).
 #[derive(actix::Message)]
 #[rtype(result = "()")]
 pub struct DagSchedulerEvent(pub DagEvent);
+
+/// Wakes the DAGScheduler to handle what its queue holds.
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub struct DrainEvents;
+
+/// How many events one `DrainEvents` handles before letting other messages in.
+const DRAIN_BATCH: usize = 256;
+
+/// The DAGScheduler's event queue, kept by the driver's supervisor so that events posted
+/// while the actor restarts (or queued when it failed) are not lost.
+#[derive(Default)]
+pub struct DagEventQueue {
+    events: VecDeque<DagEvent>,
+    /// A `DrainEvents` is on its way (cleared when the queue is found empty).
+    wake_sent: bool,
+}
+
+impl std::fmt::Debug for DagEventQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DagEventQueue({} queued)", self.events.len())
+    }
+}
+
+/// Where DAGSchedulerEvents are posted: the kept queue, and the actor to wake.
+#[derive(Clone)]
+pub struct DagQueueRef {
+    queue: Kept<DagEventQueue>,
+    dag: crate::rpc::EndpointRef<DAGScheduler>,
+}
+
+impl DagQueueRef {
+    pub fn new(queue: Kept<DagEventQueue>, dag: crate::rpc::EndpointRef<DAGScheduler>) -> Self {
+        DagQueueRef { queue, dag }
+    }
+
+    /// The same queue, waking the actor as `me` (a poster's own path on the message).
+    pub fn from_actor(&self, me: &Me) -> Self {
+        DagQueueRef {
+            queue: self.queue.clone(),
+            dag: me.endpoint(self.dag.path()),
+        }
+    }
+
+    /// Queues `event`; wakes the DAGScheduler unless a wake is on its way. If it is not
+    /// running, its next incarnation drains the queue when it starts.
+    pub fn post(&self, event: DagEvent) {
+        let wake = {
+            let mut q = self.queue.lock();
+            q.events.push_back(event);
+            !std::mem::replace(&mut q.wake_sent, true)
+        };
+        if wake && self.dag.tell(DrainEvents).is_err() {
+            self.queue.lock().wake_sent = false;
+        }
+    }
+
+    /// Events waiting.
+    pub fn len(&self) -> usize {
+        self.queue.lock().events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// submitJob: answers the job id (or the reason the job is refused, e.g. a partition that
 /// does not exist); the outcome goes to `waiter` when the job ends.
@@ -170,6 +241,7 @@ pub fn to_dag_event(
 pub struct DAGScheduler {
     me: Me,
     state: Kept<DagState>,
+    queue: Kept<DagEventQueue>,
     task_scheduler: Kept<TaskSchedulerImpl>,
     driver_endpoint: ActorPath,
     bus: ListenerBusRef,
@@ -180,6 +252,7 @@ impl DAGScheduler {
     pub fn new(
         me: Me,
         state: Kept<DagState>,
+        queue: Kept<DagEventQueue>,
         task_scheduler: Kept<TaskSchedulerImpl>,
         driver_endpoint: ActorPath,
         bus: ListenerBusRef,
@@ -187,11 +260,43 @@ impl DAGScheduler {
         DAGScheduler {
             me,
             state,
+            queue,
             task_scheduler,
             driver_endpoint,
             bus,
             resubmit_armed: false,
         }
+    }
+
+    /// Handles up to a batch of queued events; asks for another round if more remain.
+    fn drain(&mut self, ctx: &mut Context<Self>) {
+        for _ in 0..DRAIN_BATCH {
+            let next = {
+                let mut q = self.queue.lock();
+                let e = q.events.pop_front();
+                if e.is_none() {
+                    q.wake_sent = false;
+                }
+                e
+            };
+            match next {
+                Some(event) => self.handle_event(event, ctx),
+                None => return,
+            }
+        }
+        ctx.notify(DrainEvents);
+    }
+
+    fn arm_resubmit(&mut self, delay: Duration, ctx: &mut Context<Self>) {
+        if self.resubmit_armed {
+            return;
+        }
+        self.resubmit_armed = true;
+        let clock = self.me.clock().clone();
+        run_later(ctx, &clock, delay, |act: &mut Self, ctx| {
+            act.resubmit_armed = false;
+            act.handle_event(DagEvent::ResubmitFailedStages, ctx);
+        });
     }
 
     fn now(&self) -> u64 {
@@ -243,19 +348,7 @@ impl DAGScheduler {
                 }
                 DagAction::Post(event) => self.bus.post(event),
                 DagAction::ScheduleResubmit { delay_ms } => {
-                    if !self.resubmit_armed {
-                        self.resubmit_armed = true;
-                        let clock = self.me.clock().clone();
-                        run_later(
-                            ctx,
-                            &clock,
-                            Duration::from_millis(delay_ms),
-                            |act: &mut Self, ctx| {
-                                act.resubmit_armed = false;
-                                act.handle_event(DagEvent::ResubmitFailedStages, ctx);
-                            },
-                        );
-                    }
+                    self.arm_resubmit(Duration::from_millis(delay_ms), ctx);
                 }
                 DagAction::JobEnded { job_id, result } => {
                     let waiter = self.state.lock().waiters.remove(&job_id);
@@ -276,7 +369,11 @@ impl DAGScheduler {
         let mut none = None;
         for ev in events {
             match to_dag_event(ev, &mut none) {
-                Ok(dag_event) => ctx.notify(DagSchedulerEvent(dag_event)),
+                Ok(dag_event) => {
+                    // Behind what is already queued, as Spark's event loop posts it.
+                    self.queue.lock().events.push_back(dag_event);
+                    self.wake(ctx);
+                }
                 Err(BackendEvent::Revive) => revive = true,
                 Err(BackendEvent::Kill(kill)) => {
                     let _ = self.driver().tell(kill);
@@ -289,28 +386,51 @@ impl DAGScheduler {
     }
 }
 
+impl DAGScheduler {
+    /// Makes sure a `DrainEvents` will come.
+    fn wake(&mut self, ctx: &mut Context<Self>) {
+        let mut q = self.queue.lock();
+        if !q.wake_sent {
+            q.wake_sent = true;
+            ctx.notify(DrainEvents);
+        }
+    }
+}
+
 impl Actor for DAGScheduler {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // A wake sent to the previous incarnation died with its mailbox.
+        self.queue.lock().wake_sent = false;
         if self.me.incarnation() <= 1 {
             return;
         }
-        let active = self.state.lock().core.active_job_ids();
-        if active.is_empty() {
-            return;
-        }
-        tracing::error!(
+        let (active, failed) = {
+            let st = self.state.lock();
+            (st.core.active_job_ids(), st.core.failed_stage_ids())
+        };
+        let queued = self.queue.lock().events.len();
+        tracing::info!(
             jobs = ?active,
-            "DAGScheduler restarted with {} active jobs; failing them (their events were lost with the failed incarnation)",
+            queued_events = queued as u64,
+            failed_stages = ?failed,
+            "DAGScheduler restarted with {} active job(s) and {queued} queued event(s); resuming",
             active.len()
         );
-        self.handle_event(
-            DagEvent::AllJobsCancelled {
-                reason: Some("because the DAGScheduler failed and was restarted".into()),
-            },
-            ctx,
-        );
+        if !failed.is_empty() {
+            // The resubmit timer died with the previous incarnation.
+            self.arm_resubmit(Duration::from_millis(super::dag::RESUBMIT_TIMEOUT_MS), ctx);
+        }
+        self.wake(ctx);
+    }
+}
+
+impl Handler<DrainEvents> for DAGScheduler {
+    type Result = ();
+
+    fn handle(&mut self, _: DrainEvents, ctx: &mut Context<Self>) {
+        self.drain(ctx);
     }
 }
 

@@ -2,18 +2,23 @@
 //! and the SparkContext to the listeners (the event log, the application's own listeners,
 //! later the ExecutorAllocationManager), in order, on its own actor.
 //!
-//! Posting goes through a [`ListenerBusRef`], which counts queued events against
-//! `spark.scheduler.listenerbus.eventqueue.capacity` (10000) and, as Spark does, drops an
-//! event when the queue is full (logging once per minute how many were dropped), so a slow
-//! listener never holds up the schedulers. With no listener registered nothing is sent. The
-//! listeners are kept by the supervisor: a restarted bus keeps them (the event log goes on
-//! in the same file); events queued at the failure are lost, as Spark loses the events of a
-//! listener that throws.
+//! Posting goes through a [`ListenerBusRef`] into the bus's queue (Spark's
+//! AsyncEventQueue), bounded by `spark.scheduler.listenerbus.eventqueue.capacity` (10000):
+//! as Spark does, an event is dropped when the queue is full (logged as it happens, then at
+//! each power of two), so a slow listener never holds up the schedulers. With no listener
+//! for an event nothing is queued. A `Drain` message wakes the bus, which delivers the
+//! queue in order, in batches.
+//!
+//! The queue and the listeners are kept by the supervisor: a restarted bus keeps its
+//! listeners (the event log goes on in the same file) and delivers what was queued while it
+//! was down, so no event is lost to a restart. (The event a listener was handling when it
+//! panicked is not delivered again.)
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use actix::{Actor, Context, Handler};
+use actix::{Actor, AsyncContext, Context, Handler};
 
 use super::events::SparkListenerEvent;
 use crate::rpc::EndpointRef;
@@ -63,10 +68,19 @@ impl SparkListener for CollectingListener {
     }
 }
 
-/// What posters share with the bus: the queue count and whether anyone listens.
+/// The events waiting for the bus.
+#[derive(Debug, Default)]
+struct BusQueue {
+    events: VecDeque<SparkListenerEvent>,
+    /// A `Drain` is on its way.
+    wake_sent: bool,
+}
+
+/// What posters share with the bus (kept across its restarts): the queue, whether anyone
+/// listens, how many events were dropped.
 #[derive(Debug, Default)]
 pub struct BusCounters {
-    queued: AtomicUsize,
+    queue: Mutex<BusQueue>,
     listeners: AtomicUsize,
     /// Listeners that want every event (not only executor events).
     all_event_listeners: AtomicUsize,
@@ -108,10 +122,13 @@ impl std::fmt::Debug for BusState {
     }
 }
 
-/// Posts an event.
+/// Wakes the bus to deliver its queue.
 #[derive(actix::Message)]
 #[rtype(result = "()")]
-pub struct Post(pub SparkListenerEvent);
+pub struct Drain;
+
+/// How many events one `Drain` delivers before letting other messages in.
+const DRAIN_BATCH: usize = 512;
 
 /// Registers a listener (answers once it will see every later event).
 #[derive(actix::Message)]
@@ -134,42 +151,72 @@ impl LiveListenerBus {
     pub fn new(me: Me, state: Kept<BusState>, counters: Arc<BusCounters>) -> Self {
         LiveListenerBus { me, state, counters }
     }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, BusQueue> {
+        self.counters.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Delivers up to `limit` queued events; answers whether the queue is empty.
+    fn deliver(&mut self, limit: usize) -> bool {
+        for _ in 0..limit {
+            let next = {
+                let mut q = self.queue();
+                let e = q.events.pop_front();
+                if e.is_none() {
+                    q.wake_sent = false;
+                }
+                e
+            };
+            let Some(event) = next else { return true };
+            let mut st = self.state.lock();
+            if st.stopped {
+                continue;
+            }
+            for l in st.listeners.iter_mut() {
+                l.on_event(&event);
+            }
+        }
+        false
+    }
+
+    /// Delivers everything queued now (before a listener is added or the bus stops).
+    fn deliver_all(&mut self) {
+        while !self.deliver(usize::MAX) {}
+    }
 }
 
 impl Actor for LiveListenerBus {
     type Context = Context<Self>;
 
-    fn started(&mut self, _: &mut Context<Self>) {
-        // Events queued for the previous incarnation were dropped with its mailbox.
-        self.counters.queued.store(0, Ordering::Release);
+    fn started(&mut self, ctx: &mut Context<Self>) {
         let n = {
             let st = self.state.lock();
             st.count(&self.counters);
             st.listeners.len()
         };
+        // A wake sent to the previous incarnation died with its mailbox.
+        let queued = {
+            let mut q = self.queue();
+            q.wake_sent = true;
+            q.events.len()
+        };
+        ctx.notify(Drain);
         if self.me.incarnation() > 1 {
             tracing::info!(
                 listeners = n as u64,
-                "Listener bus restarted with its {n} listeners"
+                queued_events = queued as u64,
+                "Listener bus restarted with its {n} listeners and {queued} queued event(s)"
             );
         }
     }
 }
 
-impl Handler<Post> for LiveListenerBus {
+impl Handler<Drain> for LiveListenerBus {
     type Result = ();
 
-    fn handle(&mut self, msg: Post, _: &mut Context<Self>) {
-        let _ = self
-            .counters
-            .queued
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| Some(q.saturating_sub(1)));
-        let mut st = self.state.lock();
-        if st.stopped {
-            return;
-        }
-        for l in st.listeners.iter_mut() {
-            l.on_event(&msg.0);
+    fn handle(&mut self, _: Drain, ctx: &mut Context<Self>) {
+        if !self.deliver(DRAIN_BATCH) {
+            ctx.notify(Drain);
         }
     }
 }
@@ -178,6 +225,8 @@ impl Handler<AddListener> for LiveListenerBus {
     type Result = ();
 
     fn handle(&mut self, msg: AddListener, _: &mut Context<Self>) {
+        // It sees the events posted from now on, not those queued before.
+        self.deliver_all();
         let mut st = self.state.lock();
         tracing::info!(listener = msg.0.name(), "Registered listener {}", msg.0.name());
         st.listeners.push(msg.0);
@@ -189,6 +238,7 @@ impl Handler<StopBus> for LiveListenerBus {
     type Result = ();
 
     fn handle(&mut self, _: StopBus, _: &mut Context<Self>) {
+        self.deliver_all();
         let mut st = self.state.lock();
         if st.stopped {
             return;
@@ -247,23 +297,39 @@ impl ListenerBusRef {
         if !wanted {
             return;
         }
-        let queued = self.counters.queued.fetch_add(1, Ordering::AcqRel);
-        if queued >= self.capacity {
-            self.counters.queued.fetch_sub(1, Ordering::AcqRel);
-            let dropped = self.counters.dropped.fetch_add(1, Ordering::AcqRel);
-            if dropped == 0 || dropped.is_power_of_two() {
-                tracing::error!(
-                    dropped_events = dropped + 1,
-                    capacity = self.capacity,
-                    "Dropping event from queue appStatus. This likely means one of the listeners is too slow \
-                     and cannot keep up with the rate at which tasks are being started by the scheduler."
-                );
+        let wake = {
+            let mut q = self.counters.queue.lock().unwrap_or_else(|p| p.into_inner());
+            if q.events.len() >= self.capacity {
+                drop(q);
+                let dropped = self.counters.dropped.fetch_add(1, Ordering::AcqRel);
+                if dropped == 0 || dropped.is_power_of_two() {
+                    tracing::error!(
+                        dropped_events = dropped + 1,
+                        capacity = self.capacity,
+                        "Dropping event from queue appStatus. This likely means one of the listeners is too slow \
+                         and cannot keep up with the rate at which tasks are being started by the scheduler."
+                    );
+                }
+                return;
             }
-            return;
+            q.events.push_back(event);
+            !std::mem::replace(&mut q.wake_sent, true)
+        };
+        if wake && self.bus.tell(Drain).is_err() {
+            // Not running: its next incarnation delivers the queue when it starts.
+            let mut q = self.counters.queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.wake_sent = false;
         }
-        if self.bus.tell(Post(event)).is_err() {
-            self.counters.queued.fetch_sub(1, Ordering::AcqRel);
-        }
+    }
+
+    /// Events waiting for the bus.
+    pub fn queued(&self) -> usize {
+        self.counters
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .events
+            .len()
     }
 
     pub fn endpoint(&self) -> &EndpointRef<LiveListenerBus> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix::{Actor, Context};
 
-use super::dag_scheduler::{to_dag_event, BackendEvent, DAGScheduler, DagSchedulerEvent};
+use super::dag_scheduler::{to_dag_event, BackendEvent, DagQueueRef};
 use super::driver_endpoint::DriverEndpoint;
 use super::task::ReviveOffers;
 use super::task_scheduler::TaskSchedulerImpl;
@@ -22,7 +22,7 @@ use crate::runtime::{ActorPath, Kept, Me};
 pub struct SpeculationTimer {
     me: Me,
     task_scheduler: Kept<TaskSchedulerImpl>,
-    dag_scheduler: ActorPath,
+    dag_queue: DagQueueRef,
     driver_endpoint: ActorPath,
     interval: Duration,
 }
@@ -31,14 +31,15 @@ impl SpeculationTimer {
     pub fn new(
         me: Me,
         task_scheduler: Kept<TaskSchedulerImpl>,
-        dag_scheduler: ActorPath,
+        dag_queue: DagQueueRef,
         driver_endpoint: ActorPath,
         interval: Duration,
     ) -> Self {
+        let dag_queue = dag_queue.from_actor(&me);
         SpeculationTimer {
             me,
             task_scheduler,
-            dag_scheduler,
+            dag_queue,
             driver_endpoint,
             interval,
         }
@@ -54,16 +55,11 @@ impl SpeculationTimer {
             }
             ts.take_events()
         };
-        let dag = self.me.endpoint::<DAGScheduler>(&self.dag_scheduler);
         let driver = self.me.endpoint::<DriverEndpoint>(&self.driver_endpoint);
         let mut no_result = None;
         for ev in events {
             match to_dag_event(ev, &mut no_result) {
-                Ok(e) => {
-                    if dag.tell(DagSchedulerEvent(e)).is_err() {
-                        tracing::warn!("The DAGScheduler is not running; a speculation event was dropped");
-                    }
-                }
+                Ok(e) => self.dag_queue.post(e),
                 Err(BackendEvent::Kill(kill)) => {
                     let _ = driver.tell(kill);
                 }
