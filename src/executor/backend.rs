@@ -32,7 +32,7 @@ use dashmap::DashMap;
 use super::args::ExecutorArgs;
 use super::block_store::BlockStore;
 use super::task_pool::TaskPool;
-use super::task_runner::{self, ExecutorHandle, StageCache};
+use super::task_runner::{self, ExecutorHandle, RecentStatuses, StageCache};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::fault::SplitMix64;
 use crate::runtime::timers::run_at_fixed_rate;
@@ -47,6 +47,10 @@ use crate::scheduler::task::{
 
 /// How many times the executor tries to reach the driver for its configuration.
 const CONFIG_FETCH_TRIES: u32 = 3;
+
+/// How long an executor waits for a failed DriverEndpoint to be restarted before it
+/// treats the driver as gone.
+pub const DRIVER_RESTART_WAIT: Duration = Duration::from_secs(10);
 
 /// ExecutorExitCode.HEARTBEAT_FAILURE.
 pub const HEARTBEAT_FAILURE_EXIT_CODE: i32 = 56;
@@ -274,6 +278,7 @@ impl Actor for CoarseGrainedExecutorBackend {
         };
         let timeout = self.ask_timeout;
         let rp = self.args.resource_profile_id;
+        let clock = self.me.clock().clone();
         let fut = async move {
             let mut last: Option<AskError> = None;
             let mut config = None;
@@ -291,17 +296,31 @@ impl Actor for CoarseGrainedExecutorBackend {
                         config = Some(c);
                         break;
                     }
-                    Err(e) => last = Some(e),
+                    Err(e) => {
+                        if matches!(e, AskError::Died { .. } | AskError::Lookup(_)) {
+                            clock.sleep(Duration::from_millis(10)).await;
+                        }
+                        last = Some(e)
+                    }
                 }
             }
             let Some(config) = config else {
                 return Err(last.map(|e| e.to_string()).unwrap_or_default());
             };
-            match driver.ask(register, timeout).await {
-                Ok(Ok(true)) => Ok(config),
-                Ok(Ok(false)) => Err("the driver refused the registration".to_string()),
-                Ok(Err(e)) => Err(e),
-                Err(e) => Err(e.to_string()),
+            // A DriverEndpoint restarting between incarnations loses the ask with its
+            // mailbox (never handled): ask the next one.
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match driver.ask(register.clone(), timeout).await {
+                    Ok(Ok(true)) => return Ok(config),
+                    Ok(Ok(false)) => return Err("the driver refused the registration".to_string()),
+                    Ok(Err(e)) => return Err(e),
+                    Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < CONFIG_FETCH_TRIES => {
+                        clock.sleep(Duration::from_millis(10)).await;
+                    }
+                    Err(e) => return Err(e.to_string()),
+                }
             }
         };
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
@@ -338,6 +357,7 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
             log_ctx: self.me.log_ctx().clone(),
             fetch_timeout: self.ask_timeout,
             executor_token: self.me.cancel_token().clone(),
+            recent: RecentStatuses::default(),
         };
         let heartbeats = HeartbeatSettings::from_properties(&self.spark_properties);
         self.executor = Some(Executor {
@@ -397,7 +417,10 @@ impl Handler<Shutdown> for CoarseGrainedExecutorBackend {
 impl Handler<Terminated> for CoarseGrainedExecutorBackend {
     type Result = ();
 
-    /// The driver is gone (Spark's onDisconnected for the driver's address).
+    /// The driver is gone (Spark's onDisconnected for the driver's address) — unless its
+    /// endpoint failed and its supervisor restarts it: then the executor waits (at most
+    /// [`DRIVER_RESTART_WAIT`], and only while the driver's supervisor lives) for the new
+    /// incarnation, watches it, and goes on; the new endpoint asks what it missed.
     fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
         if self.driver_path.as_ref() != Some(&msg.path) {
             return;
@@ -406,8 +429,50 @@ impl Handler<Terminated> for CoarseGrainedExecutorBackend {
             tracing::info!("Driver from {} disconnected during shutdown", msg.path);
             return;
         }
+        let restarting = matches!(
+            msg.reason,
+            ExitReason::Panic { .. } | ExitReason::Killed { .. } | ExitReason::Exit { .. }
+        );
         let reason = format!("Driver {} disassociated! Shutting down.", msg.path);
-        self.exit_executor(ctx, 1, &reason, false);
+        if !restarting {
+            self.exit_executor(ctx, 1, &reason, false);
+            return;
+        }
+        tracing::info!(
+            reason = %msg.reason,
+            "Driver endpoint {} failed ({}); waiting for its supervisor to restart it",
+            msg.path,
+            msg.reason
+        );
+        let (cluster, path) = (self.me.cluster().clone(), msg.path.clone());
+        let parent = path.parent();
+        let wait = async move {
+            let clock = cluster.clock().clone();
+            let deadline = clock.now() + DRIVER_RESTART_WAIT;
+            loop {
+                if cluster.registry().contains(&path) {
+                    return true;
+                }
+                let parent_alive = parent.as_ref().is_some_and(|p| cluster.registry().contains(p));
+                if !parent_alive || clock.now() >= deadline {
+                    return false;
+                }
+                clock.sleep(Duration::from_millis(5)).await;
+            }
+        };
+        ctx.spawn(wait.into_actor(self).map(move |back, act, ctx| {
+            if act.stopping {
+                return;
+            }
+            match (back, act.driver_path.clone()) {
+                (true, Some(path)) => {
+                    tracing::info!("Driver endpoint {path} is back; watching its new incarnation");
+                    let me = act.me.clone();
+                    me.watch(ctx, &path);
+                }
+                _ => act.exit_executor(ctx, 1, &reason, false),
+            }
+        }));
     }
 }
 
@@ -494,5 +559,60 @@ impl Handler<FetchShuffleBlocks> for CoarseGrainedExecutorBackend {
                     blocks: blocks.into_iter().map(serde_bytes::ByteBuf::from).collect(),
                 }),
         )
+    }
+}
+
+impl Handler<ReportTaskStatuses> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    /// A restarted DriverEndpoint asks what its predecessor may have missed.
+    fn handle(&mut self, msg: ReportTaskStatuses, _: &mut Context<Self>) {
+        let (Some(executor), Some(driver)) = (&self.executor, self.driver()) else {
+            // Not registered yet: LaunchedExecutor is still to come.
+            return;
+        };
+        let _ = driver.tell(LaunchedExecutor {
+            executor_id: executor.executor_id.clone(),
+        });
+        let (mut running, mut resent, mut unknown) = (0u64, 0u64, 0u64);
+        for task_id in msg.task_ids {
+            let update = if executor.running.contains_key(&task_id) {
+                running += 1;
+                StatusUpdate {
+                    executor_id: executor.executor_id.clone(),
+                    task_id,
+                    state: TaskState::Running,
+                    data: Vec::new(),
+                    task_cpus: 0,
+                }
+            } else if let Some(update) = executor.handle.recent.get(task_id) {
+                resent += 1;
+                update
+            } else {
+                unknown += 1;
+                StatusUpdate {
+                    executor_id: executor.executor_id.clone(),
+                    task_id,
+                    state: TaskState::Killed,
+                    data: rmp_serde::to_vec(&crate::scheduler::events::TaskEndReason::TaskKilled {
+                        reason: "status lost with a restarted driver endpoint".into(),
+                    })
+                    .unwrap_or_default(),
+                    task_cpus: executor
+                        .spark_properties
+                        .iter()
+                        .find(|(k, _)| k == "spark.task.cpus")
+                        .and_then(|(_, v)| v.parse().ok())
+                        .unwrap_or(1),
+                }
+            };
+            let _ = driver.tell(update);
+        }
+        tracing::info!(
+            running,
+            resent,
+            unknown,
+            "Reported again to the restarted driver endpoint: {running} running, {resent} final status(es) sent again, {unknown} unknown"
+        );
     }
 }

@@ -64,6 +64,52 @@ impl StageCache {
     }
 }
 
+/// The last final status updates an executor sent (FINISHED, FAILED, KILLED), so it can
+/// send them again when a restarted DriverEndpoint asks (the first copies may have died in
+/// the old incarnation's mailbox). Bounded by count and bytes; the oldest go first.
+#[derive(Clone, Default)]
+pub struct RecentStatuses {
+    inner: Arc<std::sync::Mutex<RecentInner>>,
+}
+
+#[derive(Default)]
+struct RecentInner {
+    updates: std::collections::VecDeque<StatusUpdate>,
+    bytes: usize,
+}
+
+impl RecentStatuses {
+    /// At most this many updates are kept...
+    pub const MAX_UPDATES: usize = 4096;
+    /// ...and at most this many bytes of results and reasons.
+    pub const MAX_BYTES: usize = 16 << 20;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RecentInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn remember(&self, update: &StatusUpdate) {
+        let mut r = self.lock();
+        r.bytes += update.data.len();
+        r.updates.push_back(update.clone());
+        while r.updates.len() > Self::MAX_UPDATES || (r.bytes > Self::MAX_BYTES && r.updates.len() > 1) {
+            if let Some(old) = r.updates.pop_front() {
+                r.bytes -= old.data.len();
+            }
+        }
+    }
+
+    /// The final update of `task_id`, if still kept.
+    pub fn get(&self, task_id: u64) -> Option<StatusUpdate> {
+        self.lock()
+            .updates
+            .iter()
+            .rev()
+            .find(|u| u.task_id == task_id)
+            .cloned()
+    }
+}
+
 /// What a task thread needs from its executor.
 #[derive(Clone)]
 pub struct ExecutorHandle {
@@ -82,6 +128,8 @@ pub struct ExecutorHandle {
     /// threads report nothing more (a dead executor process says nothing either; the driver
     /// learns of the loss and fails the tasks as executor-lost).
     pub executor_token: CancelToken,
+    /// The final statuses sent lately.
+    pub recent: RecentStatuses,
 }
 
 impl ExecutorHandle {
@@ -102,6 +150,9 @@ impl ExecutorHandle {
             data,
             task_cpus: cpus,
         };
+        if state.is_finished() {
+            self.recent.remember(&update);
+        }
         if self.driver.tell(update).is_err() {
             tracing::warn!(
                 task_id,

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
 use serde::Serialize;
 
-use super::dag_scheduler::{to_dag_event, BackendEvent, DAGScheduler, DagSchedulerEvent};
+use super::dag_scheduler::{to_dag_event, BackendEvent, DagQueueRef};
 use super::events::{SparkListenerEvent, TaskEndReason};
 use super::listener_bus::ListenerBusRef;
 use super::loss_reason::ExecutorLossReason;
@@ -77,6 +77,8 @@ pub struct DriverState {
 pub struct DriverLinks {
     pub yarn_scheduler: ActorPath,
     pub dag_scheduler: ActorPath,
+    /// The DAGScheduler's kept event queue.
+    pub dag_queue: DagQueueRef,
     pub task_scheduler: Kept<TaskSchedulerImpl>,
     pub bus: ListenerBusRef,
 }
@@ -133,10 +135,12 @@ pub struct DriverEndpoint {
     /// AwaitExecutors asks not answered yet: (count wanted, reply).
     executor_waiters: Vec<(usize, tokio::sync::oneshot::Sender<usize>)>,
     max_rpc_message_size: u64,
+    dag_queue: DagQueueRef,
 }
 
 impl DriverEndpoint {
     pub fn new(me: Me, conf: Arc<SparkConf>, links: DriverLinks, state: Kept<DriverState>) -> Self {
+        let dag_queue = links.dag_queue.from_actor(&me);
         let max_rpc_message_size = conf
             .get(&crate::conf::RPC_MESSAGE_MAX_SIZE)
             .unwrap_or(128 * 1024 * 1024);
@@ -149,15 +153,12 @@ impl DriverEndpoint {
             revive_queued: false,
             executor_waiters: Vec::new(),
             max_rpc_message_size,
+            dag_queue,
         }
     }
 
     fn executor(&self, executor_ref: &ActorPath) -> EndpointRef<CoarseGrainedExecutorBackend> {
         self.me.endpoint(executor_ref)
-    }
-
-    fn dag(&self) -> EndpointRef<DAGScheduler> {
-        self.me.endpoint(&self.links.dag_scheduler)
     }
 
     fn now(&self) -> u64 {
@@ -175,14 +176,9 @@ impl DriverEndpoint {
         if events.is_empty() {
             return;
         }
-        let dag = self.dag();
         for ev in events {
             match to_dag_event(ev, &mut result) {
-                Ok(dag_event) => {
-                    if dag.tell(DagSchedulerEvent(dag_event)).is_err() {
-                        tracing::warn!("The DAGScheduler is not running; a scheduler event was dropped");
-                    }
-                }
+                Ok(dag_event) => self.dag_queue.post(dag_event),
                 Err(BackendEvent::Kill(kill)) => self.kill_task(kill),
                 Err(BackendEvent::Revive) => {
                     if !self.revive_queued {
@@ -421,18 +417,37 @@ impl Actor for DriverEndpoint {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        // A restarted endpoint watches the executors it already knows again.
-        let known: Vec<ActorPath> = self
+        // A restarted endpoint watches the executors it already knows again (one that died
+        // meanwhile is reported at once, and its loss goes the usual way).
+        let known: Vec<(String, ActorPath)> = self
             .state
             .lock()
             .executors
-            .values()
-            .map(|d| d.executor_ref.clone())
+            .iter()
+            .map(|(id, d)| (id.clone(), d.executor_ref.clone()))
             .collect();
         let me = self.me.clone();
-        for path in known {
-            me.watch(ctx, &path);
+        for (_, path) in &known {
+            me.watch(ctx, path);
         }
+        if self.me.incarnation() <= 1 || known.is_empty() {
+            return;
+        }
+        // What the previous incarnation's mailbox held is gone: status updates, an
+        // executor's LaunchedExecutor. Each executor reports again.
+        let mut asked = 0u64;
+        for (id, path) in known {
+            let task_ids = self.links.task_scheduler.lock().running_task_ids(&id);
+            asked += task_ids.len() as u64;
+            let _ = self.executor(&path).tell(ReportTaskStatuses { task_ids });
+        }
+        tracing::info!(
+            executors = self.state.lock().executors.len() as u64,
+            tasks = asked,
+            "DriverEndpoint restarted: asking every executor to report its {asked} running task(s) again"
+        );
+        // The timer's next ReviveOffers may be a second away.
+        ctx.notify(ReviveOffers);
     }
 }
 
@@ -496,11 +511,17 @@ impl Handler<LaunchedExecutor> for DriverEndpoint {
     type Result = ();
 
     fn handle(&mut self, msg: LaunchedExecutor, ctx: &mut Context<Self>) {
+        let busy = {
+            let ts = self.links.task_scheduler.lock();
+            ts.running_tasks(&msg.executor_id) as u32 * ts.config().cpus_per_task
+        };
         let known = {
             let mut st = self.state.lock();
             match st.executors.get_mut(&msg.executor_id) {
                 Some(data) => {
-                    data.free_cores = data.total_cores;
+                    // All its cores, but those of tasks already running there (a second
+                    // LaunchedExecutor, for a restarted endpoint, comes while tasks run).
+                    data.free_cores = data.total_cores.saturating_sub(busy);
                     tracing::info!(
                         executor_id = msg.executor_id.as_str(),
                         free_cores = data.free_cores,
@@ -699,13 +720,14 @@ impl Handler<StatusUpdate> for DriverEndpoint {
             TaskState::Lost => TaskUpdate::Lost(decode_reason(&data)),
         };
         let now = self.now();
-        let events = {
+        let (known, events) = {
             let mut ts = self.links.task_scheduler.lock();
-            ts.status_update(task_id, update, now);
-            ts.take_events()
+            let known = ts.status_update(task_id, update, now);
+            (known, ts.take_events())
         };
         self.dispatch(events, result, ctx);
-        if state.is_finished() {
+        // A duplicate (an update sent again for a restarted endpoint) gives nothing back.
+        if state.is_finished() && known {
             let known = {
                 let mut st = self.state.lock();
                 match st.executors.get_mut(&executor_id) {

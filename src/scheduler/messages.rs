@@ -61,6 +61,16 @@ pub struct RemoveExecutor {
     pub reason: ExecutorLossReason,
 }
 
+/// A restarted DriverEndpoint asks an executor to report again what may have been lost in
+/// the previous incarnation's mailbox: `LaunchedExecutor`, and the status of each task the
+/// driver believes runs there (RUNNING if it still runs, its final update if it finished,
+/// KILLED "status lost" if the executor knows nothing of it, so it runs again).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct ReportTaskStatuses {
+    pub task_ids: Vec<u64>,
+}
+
 /// The driver tells every executor to stop (answer once told).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
 #[rtype(result = "bool")]

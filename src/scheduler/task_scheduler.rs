@@ -512,7 +512,8 @@ impl TaskSchedulerImpl {
     /// `handleFailedTask`, after which a live set whose index has not succeeded gets
     /// `ReviveOffers`. LOST also marks the executor lost (Spark's legacy Mesos rule). An
     /// unknown task id (duplicate update, executor already removed) is logged and ignored.
-    pub fn status_update(&mut self, task_id: u64, update: TaskUpdate, now_ms: u64) {
+    /// Answers whether the task was known (only then do its cores come back).
+    pub fn status_update(&mut self, task_id: u64, update: TaskUpdate, now_ms: u64) -> bool {
         let Some((manager, exec)) = self.tasks.get(&task_id).map(|(m, e)| (*m, Arc::clone(e))) else {
             tracing::error!(
                 task_id,
@@ -522,7 +523,7 @@ impl TaskSchedulerImpl {
                 update_name(&update),
                 task_id
             );
-            return;
+            return false;
         };
         match update {
             TaskUpdate::Running => {
@@ -570,6 +571,7 @@ impl TaskSchedulerImpl {
                 }
             }
         }
+        true
     }
 
     fn handle_failed_task(
