@@ -68,9 +68,19 @@ impl Handler<RegisterClusterManager> for YarnSchedulerEndpoint {
 
     fn handle(&mut self, msg: RegisterClusterManager, ctx: &mut Context<Self>) {
         let previous = self.am.lock().replace(msg.am.clone());
-        tracing::info!(am = msg.am.as_str(), "ApplicationMaster registered as {}", msg.am);
         let me = self.me.clone();
         me.watch(ctx, &msg.am);
+        if previous.as_ref() == Some(&msg.am) {
+            // The same AM's endpoint, restarted (re-registration on every start): nothing
+            // about its executors changed.
+            tracing::info!(
+                am = msg.am.as_str(),
+                "ApplicationMaster endpoint {} registered again after a restart",
+                msg.am
+            );
+            return;
+        }
+        tracing::info!(am = msg.am.as_str(), "ApplicationMaster registered as {}", msg.am);
         if previous.is_some() {
             // backend.reset(): executors of the old AM are stale.
             let driver = self.driver.clone();
@@ -210,9 +220,25 @@ impl Handler<ExecutorDisconnected> for YarnSchedulerEndpoint {
 impl Handler<Terminated> for YarnSchedulerEndpoint {
     type Result = ();
 
+    /// The AM's endpoint ended. If it failed, its supervisor restarts it at the same path
+    /// (requests reach the new incarnation by path, which registers again); if it was shut
+    /// down or its subtree gave up, the AM is gone.
     fn handle(&mut self, msg: Terminated, _: &mut Context<Self>) {
         let mut am = self.am.lock();
-        if am.as_ref() == Some(&msg.path) {
+        if am.as_ref() != Some(&msg.path) {
+            return;
+        }
+        let restarting = matches!(
+            msg.reason,
+            crate::runtime::ExitReason::Panic { .. } | crate::runtime::ExitReason::Killed { .. }
+        );
+        if restarting {
+            tracing::warn!(
+                am = msg.path.as_str(),
+                "ApplicationMaster endpoint failed ({}); expecting it back at the same path",
+                msg.reason
+            );
+        } else {
             tracing::warn!(
                 am = msg.path.as_str(),
                 "ApplicationMaster has disassociated: {}",
