@@ -182,7 +182,25 @@ pub async fn run(app: (&str, &[&str]), conf: Arc<SparkConf>, plan: Option<FaultP
     sparkyard::apps::register_operations();
     let node = inproc::node().await;
     let running = plan.map(|p| node.cluster.run_plan(p, "fault-suite"));
-    let (outcome, output) = inproc::submit_within(&node, app.0, app.1, conf, Duration::from_secs(60)).await;
+    let bound = Duration::from_secs(60);
+    let submitted = inproc::submit_within(&node, app.0, app.1, conf, bound + Duration::from_secs(5));
+    let Ok((outcome, output)) = tokio::time::timeout(bound, submitted).await else {
+        let records = node.cluster.logs().records();
+        let tail: Vec<String> = records
+            .iter()
+            .rev()
+            .filter(|r| !r["msg"].as_str().unwrap_or("").starts_with("Application report"))
+            .take(40)
+            .rev()
+            .map(|r| format!("{} {} {}", r["ts"], r["actor"], r["msg"]))
+            .collect();
+        panic!(
+            "the application did not end within {}; kills: {:#?}\nlast records:\n{}",
+            humantime::format_duration(bound),
+            running.as_ref().map(PlanRun::outcomes).unwrap_or_default(),
+            tail.join("\n")
+        );
+    };
     // A kill still waiting for progress that never came is reported as not fired.
     let plan = running.as_ref().map(PlanRun::outcomes).unwrap_or_default();
     Run {
