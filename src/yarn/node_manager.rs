@@ -30,7 +30,8 @@
 //! for its children (so a container whose start was still on its way is counted), watches
 //! the running containers again and completes those that ended while it was down with the
 //! exit status their incarnation recorded (YARN's recovered exit-code file; 154, YARN's
-//! LOST, if there is none), then registers. When the whole node (`/node/nm-<host>`) dies,
+//! LOST, if there is none) — one whose start died with the old incarnation before the node
+//! ran it is forgotten, since its starter asks again — then registers. When the whole node (`/node/nm-<host>`) dies,
 //! its containers die with it and its new NodeManager starts with an empty state: it
 //! registers naming no container, and the RM reports every container it had here lost.
 //! A container that ends because its node is going down (shut down or aborted while the
@@ -324,6 +325,21 @@ impl NodeManager {
                             let me = act.me.clone();
                             me.watch(ctx, &path);
                             watched += 1;
+                        } else if act
+                            .state
+                            .lock()
+                            .containers
+                            .get(&id)
+                            .is_some_and(|r| r.cell.is_none())
+                        {
+                            // Its start died with the previous incarnation before the node
+                            // ran it: it never ran. Forget it; its starter asks again (a
+                            // start is idempotent), or gives up and releases it.
+                            tracing::info!(
+                                container_id = %id,
+                                "Container {id} was never started; forgetting it"
+                            );
+                            act.state.lock().containers.remove(&id);
                         } else {
                             let reason = act
                                 .state

@@ -70,6 +70,9 @@ pub struct NodeRegistration {
     pub lost: Vec<ContainerId>,
 }
 
+/// The diagnostics of a container its AM released (SchedulerUtils.RELEASED_CONTAINER).
+pub const RELEASED_CONTAINER: &str = "Container released by application";
+
 /// How often [`ask_rm`] tries while the RM cannot be reached, and the pause between tries.
 const RM_TRIES: u32 = 100;
 const RM_RETRY_DELAY: Duration = Duration::from_millis(10);
@@ -408,8 +411,21 @@ impl ResourceManager {
         let id = container.id;
         let rm: EndpointRef<ResourceManager> = self.me.endpoint(self.me.path());
         let timeout = self.config.ask_timeout;
+        let clock = self.me.clock().clone();
         actix::spawn(async move {
-            let result = nm.ask(StartContainer { container, launch }, timeout).await;
+            // A NodeManager that cannot be reached (restarting) is asked again; starting a
+            // container is idempotent there.
+            let start = StartContainer { container, launch };
+            let mut tries = 0;
+            let result = loop {
+                tries += 1;
+                match nm.ask(start.clone(), timeout).await {
+                    Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < RM_TRIES => {
+                        clock.sleep(RM_RETRY_DELAY).await
+                    }
+                    other => break other,
+                }
+            };
             let failure = match result {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.to_string()),
@@ -434,7 +450,7 @@ impl ResourceManager {
         let hosts: Vec<(ContainerId, String)> = {
             let st = self.state.lock();
             ids.into_iter()
-                .filter_map(|id| st.scheduler.node_of(&id).map(|h| (id, h.to_string())))
+                .filter_map(|id| st.container_hosts.get(&id).map(|h| (id, h.clone())))
                 .collect()
         };
         for (container_id, host) in hosts {
@@ -469,7 +485,7 @@ impl ResourceManager {
             running_containers = attempt.containers.len();
             if attempt.released.remove(&id) {
                 status.exit_status = exit_status::ABORTED;
-                status.diagnostics = "Container released by application".into();
+                status.diagnostics = RELEASED_CONTAINER.into();
             }
             if attempt.am_container.as_ref().map(|c| c.id) == Some(id) {
                 am_ended = Some(status.clone());
@@ -500,7 +516,8 @@ impl ResourceManager {
         let requester;
         {
             let mut st = self.state.lock();
-            let Some(app) = st.apps.get_mut(&app_id) else {
+            let RmState { apps, scheduler, .. } = &mut *st;
+            let Some(app) = apps.get_mut(&app_id) else {
                 return;
             };
             let max = app.max_attempts;
@@ -510,6 +527,11 @@ impl ResourceManager {
             attempt.ended = true;
             attempt.am_exit_status = Some(status.exit_status);
             leftovers.extend(attempt.containers.iter().copied());
+            // As YARN frees an ended attempt's containers at once (their nodes are told to
+            // stop them; what they report later only closes the books).
+            for id in &leftovers {
+                scheduler.release(id);
+            }
             let unregistered = attempt.unregistered.clone();
             let failures = app.attempts.iter().filter(|a| a.counts_as_failure()).count() as u32;
             if app.state.is_final() {
@@ -556,19 +578,20 @@ impl ResourceManager {
     /// Whether a container a node reports running should be stopped, and by whom: one the
     /// RM does not place there, one its AM released, or one of an attempt that ended.
     fn should_be_stopped(st: &RmState, id: &ContainerId, host: &str) -> Option<StopRequester> {
-        if st.scheduler.node_of(id) != Some(host) {
-            return Some(StopRequester::ResourceManager);
-        }
-        let app = st.apps.get(&id.attempt.app)?;
-        let attempt = app.attempts.iter().find(|a| a.id == id.attempt)?;
-        if attempt.released.contains(id) {
-            Some(StopRequester::ApplicationMaster)
-        } else if app.state == YarnApplicationState::Finished && attempt.ended {
-            Some(StopRequester::AppCompletion)
-        } else if attempt.ended || app.state.is_final() {
-            Some(StopRequester::ResourceManager)
-        } else {
-            None
+        let attempt = st
+            .apps
+            .get(&id.attempt.app)
+            .and_then(|app| app.attempts.iter().find(|a| a.id == id.attempt).map(|a| (app, a)));
+        match attempt {
+            Some((_, attempt)) if attempt.released.contains(id) => Some(StopRequester::ApplicationMaster),
+            Some((app, attempt)) if app.state == YarnApplicationState::Finished && attempt.ended => {
+                Some(StopRequester::AppCompletion)
+            }
+            Some((app, attempt)) if attempt.ended || app.state.is_final() => {
+                Some(StopRequester::ResourceManager)
+            }
+            _ if st.scheduler.node_of(id) != Some(host) => Some(StopRequester::ResourceManager),
+            _ => None,
         }
     }
 
@@ -962,7 +985,7 @@ impl Handler<Allocate> for ResourceManager {
     type Result = Result<AllocateResponse, YarnError>;
 
     fn handle(&mut self, msg: Allocate, _: &mut Context<Self>) -> Self::Result {
-        let (response, released) = {
+        let (released, resend) = {
             let mut st = self.state.lock();
             let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
             if !attempt.registered {
@@ -980,26 +1003,41 @@ impl Handler<Allocate> for ResourceManager {
                 .as_ref()
                 .filter(|last| msg.response_id.checked_add(1) == Some(last.response_id))
                 .cloned();
-            if let Some(last) = resend {
-                // The AM did not see the answer to its last Allocate (ApplicationMasterService's
-                // duplicate request): the same answer again, its releases applied.
-                tracing::info!(
-                    app_id = %msg.attempt_id.app,
-                    response_id = msg.response_id,
-                    granted = last.allocated.len() as u64,
-                    completed = last.completed.len() as u64,
-                    "Allocate from {} repeats response id {}: sending its answer again ({} container(s) granted, {} completed)",
-                    msg.attempt_id,
-                    msg.response_id,
-                    last.allocated.len(),
-                    last.completed.len()
-                );
-                drop(st);
-                if !released.is_empty() {
-                    self.stop_containers(released, StopRequester::ApplicationMaster);
-                }
-                return Ok(last);
+            (released, resend)
+        };
+        if !released.is_empty() {
+            self.stop_containers(released.iter().copied(), StopRequester::ApplicationMaster);
+            // As YARN's RMContainer on RELEASED: the container is the application's no
+            // more, at once, whether or not its node ever ran it; what the node reports
+            // later is a repeat.
+            for id in released {
+                self.container_completed(ContainerStatus {
+                    container_id: id,
+                    state: ContainerState::Complete,
+                    exit_status: exit_status::ABORTED,
+                    diagnostics: RELEASED_CONTAINER.into(),
+                });
             }
+        }
+        if let Some(last) = resend {
+            // The AM did not see the answer to its last Allocate (ApplicationMasterService's
+            // duplicate request): the same answer again.
+            tracing::info!(
+                app_id = %msg.attempt_id.app,
+                response_id = msg.response_id,
+                granted = last.allocated.len() as u64,
+                completed = last.completed.len() as u64,
+                "Allocate from {} repeats response id {}: sending its answer again ({} container(s) granted, {} completed)",
+                msg.attempt_id,
+                msg.response_id,
+                last.allocated.len(),
+                last.completed.len()
+            );
+            return Ok(last);
+        }
+        let response = {
+            let mut st = self.state.lock();
+            let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
             let completed = std::mem::take(&mut attempt.completed);
             let granted = st.scheduler.allocate(msg.attempt_id, &msg.asks, &msg.blacklist)?;
             let RmState {
@@ -1036,11 +1074,8 @@ impl Handler<Allocate> for ResourceManager {
                     msg.asks.len()
                 );
             }
-            (response, released)
+            response
         };
-        if !released.is_empty() {
-            self.stop_containers(released, StopRequester::ApplicationMaster);
-        }
         Ok(response)
     }
 }
