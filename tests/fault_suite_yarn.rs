@@ -16,7 +16,7 @@ use sparkyard::conf::SparkConf;
 use sparkyard::deploy::client::{submit_application, ClientArgs, ClientOutcome};
 use sparkyard::logs::ctx::Instrumented;
 use sparkyard::runtime::fault::PlanRun;
-use sparkyard::runtime::{ActorPath, FaultPlan, KillMode};
+use sparkyard::runtime::{ActorPath, FaultPlan, KillMode, PartitionMode};
 use sparkyard::yarn::records::{
     ApplicationId, ApplicationReport, FinalApplicationStatus, YarnApplicationState,
 };
@@ -43,6 +43,61 @@ async fn run_through_rm_restarts(app: (&str, &[&str]), conf: Arc<SparkConf>, pla
     sparkyard::apps::register_operations();
     let node = inproc::node().await;
     let running = node.cluster.run_plan(plan, "fault-suite");
+    follow(node, app, conf, Some(running)).await
+}
+
+/// Submits `app` to a fresh node where messages to and from the actors matching
+/// `delayed` take 100 ms each way for the first two seconds (so a request to them, or its
+/// answer, stays in flight), and kills `target` the moment the run logs a record of an
+/// actor whose path contains `actor` and whose message contains `text` — an event of the
+/// run, not a moment in time.
+async fn run_killing_on_record(
+    app: (&str, &[&str]),
+    delayed: &str,
+    (actor, text): (&str, &str),
+    target: &str,
+) -> Run {
+    sparkyard::apps::register_operations();
+    let node = inproc::node().await;
+    node.cluster
+        .partition(
+            delayed,
+            PartitionMode::Delay(Duration::from_millis(100)),
+            Duration::from_secs(2),
+            "fault-suite",
+        )
+        .expect("a valid glob");
+    let (cluster, actor, text, target) = (
+        node.cluster.clone(),
+        actor.to_string(),
+        text.to_string(),
+        target.to_string(),
+    );
+    actix_rt::spawn(async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while tokio::time::Instant::now() < deadline {
+            let seen = cluster
+                .logs()
+                .records()
+                .iter()
+                .any(|r| actor_of(r).contains(&actor) && msg_of(r).contains(&text));
+            if seen {
+                let _ = cluster.kill(&target, KillMode::Panic, "fault-suite (on a record)");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    follow(node, app, suite_conf(&[]), None).await
+}
+
+/// Submits `app` and follows it to its end (see [`run_through_rm_restarts`]).
+async fn follow(
+    node: inproc::Node,
+    app: (&str, &[&str]),
+    conf: Arc<SparkConf>,
+    plan: Option<PlanRun>,
+) -> Run {
     let args = ClientArgs {
         conf,
         main_class: app.0.into(),
@@ -87,7 +142,7 @@ async fn run_through_rm_restarts(app: (&str, &[&str]), conf: Arc<SparkConf>, pla
             verdict,
         },
         output,
-        plan: PlanRun::outcomes(&running),
+        plan: plan.as_ref().map(PlanRun::outcomes).unwrap_or_default(),
         node,
     }
 }
@@ -674,4 +729,118 @@ async fn resource_manager_killed_beyond_intensity_takes_the_node_down() {
 #[actix_rt::test]
 async fn node_killed_beyond_intensity_takes_the_node_down() {
     node_root_gives_up("/node/nm-host4", "nm-host4").await;
+}
+
+// ---------------------------------------------------------------- kills inside a request
+
+/// Asserts the run ended SUCCEEDED with the clean result on exactly the two executors it
+/// asked for (nothing was lost, so nothing was replaced).
+async fn succeeded_without_replacements(r: &Run) {
+    r.assert_succeeded();
+    assert_eq!(&result_lines(&r.output), clean_pi().await);
+    assert!(
+        !r.msgs().iter().any(|m| m.contains("for executor with ID 3")),
+        "no executor was replaced"
+    );
+}
+
+#[actix_rt::test]
+async fn allocator_killed_with_its_allocate_answer_in_flight_gets_it_again() {
+    // The RM grants the first Allocate's two containers, and the allocator dies while the
+    // answer is on its way. The new incarnation repeats the response id, and the RM sends
+    // the same answer again: the containers are not lost.
+    let r = run_killing_on_record(
+        PI,
+        "/node/rm",
+        ("/node/rm", "Allocated 2 container(s)"),
+        "*/am/allocator",
+    )
+    .await;
+    succeeded_without_replacements(&r).await;
+    let path = r.assert_killed_and_restarted("/am/allocator");
+    recovered_with(
+        &r,
+        &path,
+        "Allocator restarted with its state: 0 executor(s) running, 2 container request(s) pending",
+    );
+    recovered_with(
+        &r,
+        &path,
+        "repeats response id 0: sending its answer again (2 container(s) granted",
+    );
+}
+
+#[actix_rt::test]
+async fn launcher_killed_with_launches_in_flight_gets_them_again() {
+    // A NodeManager started its container and the launcher dies while the answer is on its
+    // way; the new launcher asks the allocator for the launches in flight and starts them
+    // again, which the NodeManager answers as already started.
+    let r = run_killing_on_record(
+        PI,
+        "/node/nm-*/node-manager",
+        ("/node-manager", "_01_000002 by application"),
+        "*/am/launcher",
+    )
+    .await;
+    succeeded_without_replacements(&r).await;
+    let path = r.assert_killed_and_restarted("/am/launcher");
+    recovered_with(&r, &path, "Container launcher restarted");
+    recovered_with(&r, &path, "launch(es) in flight to the container launcher again");
+    recovered_with(&r, &path, "is already started");
+}
+
+#[actix_rt::test]
+async fn allocator_killed_with_launches_in_flight_hands_them_over_again() {
+    let r = run_killing_on_record(
+        PI,
+        "/node/nm-*/node-manager",
+        ("/node-manager", "_01_000002 by application"),
+        "*/am/allocator",
+    )
+    .await;
+    succeeded_without_replacements(&r).await;
+    let path = r.assert_killed_and_restarted("/am/allocator");
+    recovered_with(&r, &path, "2 launch(es) in flight");
+    recovered_with(
+        &r,
+        &path,
+        "Handing 2 launch(es) in flight to the container launcher again",
+    );
+    recovered_with(&r, &path, "is already started");
+}
+
+#[actix_rt::test]
+async fn node_manager_killed_before_its_container_started_starts_it_once() {
+    // host2's NodeManager dies with its request to start executor 1's container still on
+    // its way to the node's supervisor: the container never ran, the new NodeManager
+    // forgets it, and the launcher's repeated start runs it.
+    let r = run_killing_on_record(
+        PI,
+        "/node/nm-host2",
+        ("/node/nm-host2/node-manager", "Start request for container_"),
+        "/node/nm-host2/node-manager",
+    )
+    .await;
+    succeeded_without_replacements(&r).await;
+    let path = r.assert_killed_and_restarted("/node/nm-host2/node-manager");
+    recovered_with(&r, &path, "was never started; forgetting it");
+    recovered_with(&r, &path, "Start request for container_");
+}
+
+#[actix_rt::test]
+async fn node_manager_killed_while_starting_a_container_adopts_it() {
+    // host2's node supervisor started executor 1's container and the NodeManager dies
+    // before it hears so: the new NodeManager finds the container among the node's
+    // children, and the launcher's repeated start is answered as already started.
+    let r = run_killing_on_record(
+        PI,
+        "/node/nm-host2",
+        ("/node/nm-host2/container_", "started"),
+        "/node/nm-host2/node-manager",
+    )
+    .await;
+    succeeded_without_replacements(&r).await;
+    let path = r.assert_killed_and_restarted("/node/nm-host2/node-manager");
+    recovered_with(&r, &path, "Recovered 1 running container(s) after a restart");
+    recovered_with(&r, &path, "is already started");
 }

@@ -29,7 +29,7 @@ use super::reporter::Reporter;
 use super::yarn_allocator::{AllocateResources, AllocatorConfig, AllocatorKept, YarnAllocator};
 use crate::conf::{self, SparkConf};
 use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths, OutputSink};
-use crate::rpc::EndpointRef;
+use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::{
     ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervision, Supervisor, Terminated,
@@ -120,6 +120,11 @@ pub fn spark_context_initialized(env: &AppEnv, am: &ActorPath, paths: &DriverPat
         Err(_) => Err("the ApplicationMaster did not resume the driver".into()),
     }
 }
+
+/// How often the first allocation is tried while the allocator cannot be reached, and the
+/// pause between tries.
+const ALLOCATOR_TRIES: u32 = 100;
+const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// The AM subtree's segment names.
 pub const AM_SEGMENT: &str = "am";
@@ -373,6 +378,7 @@ impl ApplicationMaster {
         })
         .shutdown(crate::runtime::Shutdown::Timeout(shutdown));
         let allocator_ref: EndpointRef<YarnAllocator> = self.me.endpoint(&allocator_path);
+        let clock = self.me.clock().clone();
         let fut = async move {
             for spec in [launcher, allocator, endpoint] {
                 sup.ask(StartChild(spec), timeout)
@@ -380,11 +386,21 @@ impl ApplicationMaster {
                     .map_err(|e| e.to_string())?
                     .map_err(|e| e.to_string())?;
             }
-            allocator_ref
-                .ask(AllocateResources, timeout)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+            // The first allocation; a restarting allocator (the ask died with its mailbox,
+            // or its new incarnation is not registered yet) is asked again.
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match allocator_ref.ask(AllocateResources, timeout).await {
+                    Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < ALLOCATOR_TRIES => {
+                        clock.sleep(RETRY_DELAY).await
+                    }
+                    answer => {
+                        answer.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+                        break;
+                    }
+                }
+            }
             sup.ask(StartChild(reporter), timeout)
                 .await
                 .map_err(|e| e.to_string())?
