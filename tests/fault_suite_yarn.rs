@@ -259,6 +259,11 @@ async fn resource_manager_killed_once_restarts_and_the_nodes_resynchronise() {
         "ResourceManager restarted; asking 4 NodeManager(s) to resynchronise",
     );
     recovered_with(&r, &path, "re-registered with capability");
+    // Asks that met the restart were sent again: the reporter saw no failure.
+    assert!(
+        !r.msgs().iter().any(|m| m.contains("Reporter thread fails")),
+        "the reporter counted no failure"
+    );
 }
 
 #[actix_rt::test]
@@ -475,10 +480,12 @@ async fn application_master_killed_fails_its_attempt_and_the_second_succeeds() {
 async fn node_of_the_am_killed_fails_the_attempt_without_counting_it() {
     let clean = clean_pi().await;
     // host1 runs the AM; one attempt is allowed, yet a lost node's attempt does not count.
+    // A stop kill: the node shuts its containers down in order, and its NodeManager leaves
+    // them to the RM, which learns they were lost when the node registers again.
     let r = run(
         PI,
         suite_conf(&[]),
-        Some(kill_plan("/node/nm-host1", 5, KillMode::Panic)),
+        Some(kill_plan("/node/nm-host1", 5, KillMode::Stop)),
     )
     .await;
     r.assert_succeeded();
@@ -495,6 +502,7 @@ async fn node_of_the_am_killed_fails_the_attempt_without_counting_it() {
         &after,
         "The number of failed attempts is 0. The max attempts is 1",
     );
+    find(&after, "_01_000001 ended with its node (shutdown); not reported");
     assert_eq!(
         r.outcome
             .report

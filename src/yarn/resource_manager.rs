@@ -25,7 +25,11 @@
 //! every container it placed on that node which the node does not name as lost (-100,
 //! "Container released on a *lost* node") — so a NodeStatusUpdate lost in the dead mailbox
 //! is sent again, and the containers of a node that died are reported as YARN reports a lost
-//! node's. Completions are idempotent. Allocate is too, as in YARN's ApplicationMasterService:
+//! node's. A container granted but not started yet is among those: the node refuses to
+//! start it afterwards, and its AM asks for another (as YARN's NodeManager refuses a
+//! container token from before its re-registration). Completions are idempotent; a
+//! container its AM releases completes at once, and an ended attempt's containers are freed
+//! at once, whatever their nodes report later (YARN's RMContainer on RELEASED and KILL). Allocate is too, as in YARN's ApplicationMasterService:
 //! an Allocate carrying the response id of the last answer's request (its answer never
 //! reached the AM: the allocator died meanwhile) gets that answer again, with the granted
 //! containers and completed statuses it held. ApplicationMasters reach the RM through
@@ -1119,6 +1123,49 @@ impl Handler<NodeStatusUpdate> for ResourceManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn attempt(am_exit_status: Option<i32>, unregistered: bool) -> RmAttempt {
+        RmAttempt {
+            id: ApplicationAttemptId {
+                app: ApplicationId {
+                    cluster_timestamp: 1,
+                    id: 1,
+                },
+                attempt: 1,
+            },
+            am_container: None,
+            am_pending: false,
+            registered: true,
+            host: None,
+            rpc_port: None,
+            tracking_url: None,
+            unregistered: unregistered.then(|| (FinalApplicationStatus::Failed, String::new())),
+            ended: am_exit_status.is_some(),
+            containers: BTreeSet::new(),
+            released: BTreeSet::new(),
+            completed: Vec::new(),
+            last_response: None,
+            am_exit_status,
+        }
+    }
+
+    #[test]
+    fn lost_nodes_preemption_and_rm_kills_do_not_count_as_attempt_failures() {
+        assert!(attempt(Some(1), false).counts_as_failure());
+        assert!(attempt(Some(50), false).counts_as_failure());
+        assert!(attempt(Some(exit_status::KILLED_BY_APPMASTER), false).counts_as_failure());
+        for status in [
+            exit_status::ABORTED,
+            exit_status::PREEMPTED,
+            exit_status::DISKS_FAILED,
+            exit_status::KILLED_BY_RESOURCEMANAGER,
+        ] {
+            assert!(!attempt(Some(status), false).counts_as_failure(), "{status}");
+        }
+        // Still running, or unregistered (its AM reported the outcome): not a failure.
+        assert!(!attempt(None, false).counts_as_failure());
+        assert!(!attempt(Some(1), true).counts_as_failure());
+    }
 
     #[test]
     fn config_defaults() {
