@@ -6,17 +6,24 @@
 //! request reaches the ResourceManager at once), KillExecutors and GetExecutorLossReason
 //! (answered by the allocator when the executor's container completes; the reporter is
 //! woken so that happens soon). Shutdown from the driver ends the attempt (client mode).
+//!
+//! It keeps nothing across restarts: a new incarnation registers with the driver again (the
+//! YarnSchedulerEndpoint takes the same endpoint's registration as the same AM). What it
+//! asks the allocator goes again while the allocator cannot be reached (a request that died
+//! with a restarting allocator's mailbox, or a loss-reason question whose reply channel was
+//! dropped unanswered with it), up to 100 times, 10 ms apart on the cluster clock.
 
 use std::time::Duration;
 
-use actix::{Actor, Context, Handler, ResponseFuture};
+use actix::dev::ToEnvelope;
+use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use tokio::sync::oneshot;
 
 use super::application_master::{ApplicationMaster, Finish};
 use super::reporter::{Reporter, ResetAllocatorInterval};
 use super::yarn_allocator::{EnqueueLossReason, KillExecutor, RequestTotalExecutors, YarnAllocator};
-use crate::rpc::EndpointRef;
-use crate::runtime::{ActorPath, Me};
+use crate::rpc::{AskError, EndpointRef};
+use crate::runtime::{ActorPath, Clock, Me};
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::*;
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
@@ -24,6 +31,36 @@ use crate::yarn::records::FinalApplicationStatus;
 
 /// How long a loss-reason answer may take before the allocator is assumed gone.
 const LOSS_REASON_LIMIT: Duration = Duration::from_secs(3600);
+
+/// How often a request to the allocator is tried while it cannot be reached, and the pause
+/// between tries.
+const ALLOCATOR_TRIES: u32 = 100;
+const RETRY_DELAY: Duration = Duration::from_millis(10);
+
+/// Asks the allocator, again while it cannot be reached (it is restarting).
+async fn ask_allocator<M>(
+    allocator: &EndpointRef<YarnAllocator>,
+    msg: M,
+    timeout: Duration,
+    clock: &Clock,
+) -> Result<M::Result, AskError>
+where
+    M: Message + Clone + Send + 'static,
+    M::Result: Send,
+    YarnAllocator: Handler<M>,
+    <YarnAllocator as Actor>::Context: ToEnvelope<YarnAllocator, M>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match allocator.ask(msg.clone(), timeout).await {
+            Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < ALLOCATOR_TRIES => {
+                clock.sleep(RETRY_DELAY).await
+            }
+            other => return other,
+        }
+    }
+}
 
 /// The AMEndpoint actor; see the module docs.
 pub struct AmEndpoint {
@@ -69,10 +106,15 @@ impl Handler<RequestExecutors> for AmEndpoint {
 
     fn handle(&mut self, msg: RequestExecutors, _: &mut Context<Self>) -> Self::Result {
         let (allocator, reporter) = (self.allocator.clone(), self.reporter.clone());
+        let clock = self.me.clock().clone();
         Box::pin(async move {
-            match allocator
-                .ask(RequestTotalExecutors(msg), Duration::from_secs(30))
-                .await
+            match ask_allocator(
+                &allocator,
+                RequestTotalExecutors(msg),
+                Duration::from_secs(30),
+                &clock,
+            )
+            .await
             {
                 Ok(changed) => {
                     if changed {
@@ -90,20 +132,25 @@ impl Handler<RequestExecutors> for AmEndpoint {
 }
 
 impl Handler<KillExecutors> for AmEndpoint {
-    type Result = Result<bool, String>;
+    type Result = ResponseFuture<Result<bool, String>>;
 
-    fn handle(&mut self, msg: KillExecutors, _: &mut Context<Self>) -> Result<bool, String> {
+    fn handle(&mut self, msg: KillExecutors, _: &mut Context<Self>) -> Self::Result {
         tracing::info!(
             executors = msg.executor_ids.join(",").as_str(),
             "Driver requested to kill executor(s) {}.",
             msg.executor_ids.join(", ")
         );
-        for id in msg.executor_ids {
-            if self.allocator.tell(KillExecutor { executor_id: id }).is_err() {
-                tracing::warn!("Container allocator is not ready to kill executors yet.");
+        let allocator = self.allocator.clone();
+        let clock = self.me.clock().clone();
+        Box::pin(async move {
+            for id in msg.executor_ids {
+                let kill = KillExecutor { executor_id: id };
+                if let Err(e) = ask_allocator(&allocator, kill, Duration::from_secs(30), &clock).await {
+                    tracing::warn!("Container allocator is not ready to kill executors yet: {e}");
+                }
             }
-        }
-        Ok(true)
+            Ok(true)
+        })
     }
 }
 
@@ -111,21 +158,29 @@ impl Handler<GetExecutorLossReason> for AmEndpoint {
     type Result = ResponseFuture<Result<ExecutorLossReason, String>>;
 
     fn handle(&mut self, msg: GetExecutorLossReason, _: &mut Context<Self>) -> Self::Result {
-        let (tx, rx) = oneshot::channel();
-        let sent = self.allocator.tell(EnqueueLossReason {
-            executor_id: msg.executor_id.clone(),
-            reply: tx,
-        });
+        let allocator = self.allocator.clone();
         let _ = self.reporter.tell(ResetAllocatorInterval);
+        let clock = self.me.clock().clone();
         Box::pin(async move {
-            if sent.is_err() {
-                // Spark: no allocator → never answered; the caller's time-out decides.
-                tracing::warn!("Container allocator is not ready to find executor loss reasons yet.");
+            let id = msg.executor_id;
+            for _ in 0..ALLOCATOR_TRIES {
+                let (tx, rx) = oneshot::channel();
+                let sent = allocator.tell(EnqueueLossReason {
+                    executor_id: id.clone(),
+                    reply: tx,
+                });
+                if sent.is_ok() {
+                    match clock.timeout(LOSS_REASON_LIMIT, rx).await {
+                        Ok(Ok(answer)) => return answer,
+                        Ok(Err(_)) => {} // dropped unanswered: the allocator died; ask again
+                        Err(_) => break,
+                    }
+                }
+                clock.sleep(RETRY_DELAY).await;
             }
-            match tokio::time::timeout(LOSS_REASON_LIMIT, rx).await {
-                Ok(Ok(answer)) => answer,
-                _ => Err(format!("no loss reason for executor {}", msg.executor_id)),
-            }
+            // Spark: no allocator → never answered; the caller's time-out decides.
+            tracing::warn!("Container allocator is not ready to find executor loss reasons yet.");
+            Err(format!("no loss reason for executor {id}"))
         })
     }
 }

@@ -26,17 +26,17 @@ use super::am_args::AmArgs;
 use super::am_endpoint::AmEndpoint;
 use super::executor_runnable::ContainerLauncher;
 use super::reporter::Reporter;
-use super::yarn_allocator::{AllocateResources, AllocatorConfig, YarnAllocator};
+use super::yarn_allocator::{AllocateResources, AllocatorConfig, AllocatorKept, YarnAllocator};
 use crate::conf::{self, SparkConf};
 use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths, OutputSink};
-use crate::rpc::EndpointRef;
+use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::{
-    ActorPath, CancelToken, ChildSpec, ExitReason, Me, Restart, Supervision, Supervisor, Terminated,
+    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervision, Supervisor, Terminated,
 };
 use crate::yarn::protocol::{FinishApplicationMaster, RegisterApplicationMaster};
 use crate::yarn::records::{ApplicationAttemptId, Container, FinalApplicationStatus};
-use crate::yarn::resource_manager::ResourceManager;
+use crate::yarn::resource_manager::{ask_rm, ResourceManager};
 
 /// ApplicationMaster exit codes ("no reason behind the values").
 pub mod exit_code {
@@ -120,6 +120,11 @@ pub fn spark_context_initialized(env: &AppEnv, am: &ActorPath, paths: &DriverPat
         Err(_) => Err("the ApplicationMaster did not resume the driver".into()),
     }
 }
+
+/// How often the first allocation is tried while the allocator cannot be reached, and the
+/// pause between tries.
+const ALLOCATOR_TRIES: u32 = 100;
+const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// The AM subtree's segment names.
 pub const AM_SEGMENT: &str = "am";
@@ -281,9 +286,9 @@ impl ApplicationMaster {
             tracking_url: String::new(),
         };
         tracing::info!(attempt_id = %self.ctx.attempt_id, "Registering the ApplicationMaster");
-        let (rm, timeout) = (self.rm.clone(), self.ask_timeout);
+        let (rm, timeout, clock) = (self.rm.clone(), self.ask_timeout, self.me.clock().clone());
         ctx.spawn(
-            async move { rm.ask(register, timeout).await }
+            async move { ask_rm(&rm, register, timeout, &clock).await }
                 .into_actor(self)
                 .map(move |res, act, ctx| match res {
                     Ok(Ok(_)) => {
@@ -344,11 +349,14 @@ impl ApplicationMaster {
             driver_yse.clone(),
         );
         let (c1, c2) = (conf.clone(), conf.clone());
+        let ap0 = ap.clone();
         let launcher = ChildSpec::worker(LAUNCHER, move |_, me| {
-            ContainerLauncher::new(me, launcher_threads, timeout)
+            ContainerLauncher::new(me, launcher_threads, timeout, ap0.clone())
         })
         .restart(Restart::Permanent);
         let (rm1, lp1, yse1) = (rm_path.clone(), lp.clone(), yse.clone());
+        // The allocator's state outlives its restarts (held by this spec, so by `am`).
+        let allocator_state = Kept::new(AllocatorKept::default());
         let allocator = ChildSpec::worker(ALLOCATOR, move |_, me| {
             YarnAllocator::new(
                 me,
@@ -357,6 +365,7 @@ impl ApplicationMaster {
                 lp1.clone(),
                 yse1.clone(),
                 c1.clone(),
+                allocator_state.clone(),
             )
         });
         let (ap1, rp1, am1) = (ap.clone(), rp_.clone(), am_path.clone());
@@ -369,6 +378,7 @@ impl ApplicationMaster {
         })
         .shutdown(crate::runtime::Shutdown::Timeout(shutdown));
         let allocator_ref: EndpointRef<YarnAllocator> = self.me.endpoint(&allocator_path);
+        let clock = self.me.clock().clone();
         let fut = async move {
             for spec in [launcher, allocator, endpoint] {
                 sup.ask(StartChild(spec), timeout)
@@ -376,11 +386,21 @@ impl ApplicationMaster {
                     .map_err(|e| e.to_string())?
                     .map_err(|e| e.to_string())?;
             }
-            allocator_ref
-                .ask(AllocateResources, timeout)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+            // The first allocation; a restarting allocator (the ask died with its mailbox,
+            // or its new incarnation is not registered yet) is asked again.
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match allocator_ref.ask(AllocateResources, timeout).await {
+                    Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < ALLOCATOR_TRIES => {
+                        clock.sleep(RETRY_DELAY).await
+                    }
+                    answer => {
+                        answer.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+                        break;
+                    }
+                }
+            }
             sup.ask(StartChild(reporter), timeout)
                 .await
                 .map_err(|e| e.to_string())?
@@ -460,6 +480,7 @@ impl ApplicationMaster {
             tracking_url: String::new(),
         };
         let timeout = self.ask_timeout;
+        let clock = self.me.clock().clone();
         let fut = async move {
             let _ = sup
                 .ask(
@@ -479,7 +500,7 @@ impl ApplicationMaster {
                     finish.final_status,
                     finish.diagnostics
                 );
-                return match rm.ask(finish, timeout).await {
+                return match ask_rm(&rm, finish, timeout, &clock).await {
                     Ok(Ok(())) => Ok(true),
                     Ok(Err(e)) => Err(e.to_string()),
                     Err(e) => Err(e.to_string()),

@@ -7,17 +7,25 @@
 //! asks the container's NodeManager to start it. The ContainerLauncher runs at most
 //! `spark.yarn.containerLauncherMaxThreads` launches at a time (Spark's launcher pool);
 //! each result goes back to the allocator.
+//!
+//! A start that cannot reach its NodeManager (the ask died with a restarting NodeManager's
+//! mailbox, or nothing is registered at its path yet) is sent again after a short pause,
+//! up to 100 times, as NMClient's proxy retries a connection; starting a container is
+//! idempotent at the NodeManager. The launcher keeps nothing across its own restarts: a new
+//! incarnation asks the allocator, which remembers every launch not yet answered, to hand
+//! them over again ([`RedriveLaunches`]), so the launches queued or under way in the dead
+//! incarnation are not lost.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
-use super::yarn_allocator::{LaunchResult, YarnAllocator};
+use super::yarn_allocator::{LaunchResult, RedriveLaunches, YarnAllocator};
 use crate::cli::roles::{build_command, ROLE_EXECUTOR};
 use crate::conf::SparkConf;
 use crate::executor::args::{executor_command, ExecutorArgs};
-use crate::rpc::EndpointRef;
+use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::{ActorPath, Me};
 use crate::yarn::node_manager::{node_manager_path, NodeManager};
 use crate::yarn::protocol::StartContainer;
@@ -105,6 +113,10 @@ pub struct LaunchExecutor {
     pub reply_to: ActorPath,
 }
 
+/// How often a start is tried while its NodeManager cannot be reached, and the pause between.
+const NM_TRIES: u32 = 100;
+const NM_RETRY_DELAY: Duration = Duration::from_millis(10);
+
 /// The ContainerLauncher actor; see the module docs.
 pub struct ContainerLauncher {
     me: Me,
@@ -112,16 +124,18 @@ pub struct ContainerLauncher {
     in_flight: usize,
     queue: VecDeque<LaunchExecutor>,
     timeout: Duration,
+    allocator: ActorPath,
 }
 
 impl ContainerLauncher {
-    pub fn new(me: Me, max_in_flight: usize, timeout: Duration) -> Self {
+    pub fn new(me: Me, max_in_flight: usize, timeout: Duration, allocator: ActorPath) -> Self {
         ContainerLauncher {
             me,
             max_in_flight: max_in_flight.max(1),
             in_flight: 0,
             queue: VecDeque::new(),
             timeout,
+            allocator,
         }
     }
 
@@ -151,8 +165,19 @@ impl ContainerLauncher {
             let (container_id, executor_id) = (r.container.id, r.executor_id.clone());
             let host = r.container.node.clone();
             let timeout = self.timeout;
+            let clock = self.me.clock().clone();
             let fut = async move {
-                let result = match nm.ask(start, timeout).await {
+                let mut tries = 0;
+                let answer = loop {
+                    tries += 1;
+                    match nm.ask(start.clone(), timeout).await {
+                        Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < NM_TRIES => {
+                            clock.sleep(NM_RETRY_DELAY).await
+                        }
+                        other => break other,
+                    }
+                };
+                let result = match answer {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => Err(format!(
                         "Exception while starting container {container_id} on host {host}: {e}"
@@ -178,6 +203,17 @@ impl ContainerLauncher {
 
 impl Actor for ContainerLauncher {
     type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        if self.me.incarnation() > 1 {
+            tracing::info!("Container launcher restarted; asking the allocator for the launches in flight");
+            let allocator: EndpointRef<YarnAllocator> = self.me.endpoint(&self.allocator);
+            if let Err(e) = allocator.tell(RedriveLaunches) {
+                // A restarting allocator hands its launches over again by itself.
+                tracing::warn!("cannot reach the allocator: {e}");
+            }
+        }
+    }
 }
 
 impl Handler<LaunchExecutor> for ContainerLauncher {

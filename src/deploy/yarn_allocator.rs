@@ -15,6 +15,22 @@
 //! container stopping): when one ends, it wakes the reporter for an early heartbeat, so the
 //! completed status — and the replacement request — reach the ResourceManager without
 //! waiting out the heartbeat interval. The status itself still comes through Allocate.
+//!
+//! Restarts: everything that matters is kept by the `am` supervisor ([`AllocatorKept`]):
+//! the rules' state (running executors, the request table, launches in flight, executor
+//! failures, loss-reason questions waiting with their reply channels), the releases not yet
+//! taken by the RM, the response id of the last Allocate answer seen, the containers
+//! watched, and the launches handed to the launcher. A new incarnation skips the driver
+//! question (its executor ids go on from the kept counter), watches the launched containers
+//! again (one that ended meanwhile wakes the reporter at once) and hands every launch in
+//! flight to the launcher again, since a LaunchResult may have died in the old mailbox (the
+//! NodeManager answers a repeated start of a running container with success). Its next
+//! Allocate repeats the last response id seen, so if the answer to the Allocate in flight
+//! when it died never arrived, the RM sends that answer again (granted containers and
+//! completed statuses are not lost), and the releases of that Allocate go again. A launch
+//! left unanswered for twice the ask time-out fails (its container is released and
+//! replaced), so no target waits forever. The allocator asks the RM through
+//! [`ask_rm`], which rides out a restart of the RM.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -35,15 +51,14 @@ use super::reporter::{Reporter, ResetAllocatorInterval};
 use super::resources::executor_memory;
 use crate::conf::{self, SparkConf};
 use crate::rpc::EndpointRef;
-use crate::runtime::Terminated;
-use crate::runtime::{ActorPath, Me};
+use crate::runtime::{ActorPath, Kept, Me, Terminated};
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::{RemoveExecutor, RequestExecutors, RetrieveLastAllocatedExecutorId};
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use crate::yarn::node::container_path;
 use crate::yarn::protocol::{Allocate, GetClusterNodes, YarnError};
 use crate::yarn::records::{ApplicationAttemptId, ContainerId, Resource};
-use crate::yarn::resource_manager::ResourceManager;
+use crate::yarn::resource_manager::{ask_rm, ResourceManager};
 
 /// How the allocator answers a loss-reason question later.
 pub type LossReasonReply = oneshot::Sender<Result<ExecutorLossReason, String>>;
@@ -159,12 +174,12 @@ pub struct AllocateResources;
 pub struct GetAllocatorStatus;
 
 /// The driver's new desired totals (from AMEndpoint); answers whether the target changed.
-#[derive(Debug, Message)]
+#[derive(Clone, Debug, Message)]
 #[rtype(result = "bool")]
 pub struct RequestTotalExecutors(pub RequestExecutors);
 
 /// The driver asked to kill an executor: release its container at the next heartbeat.
-#[derive(Debug, Message)]
+#[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct KillExecutor {
     pub executor_id: String,
@@ -188,6 +203,30 @@ pub struct LaunchResult {
     pub result: Result<(), String>,
 }
 
+/// The allocator's state, kept by the `am` supervisor across the allocator's restarts: the
+/// allocation rules' state (running executors, requests, launches in flight, failures,
+/// loss-reason questions waiting), what the RM must still be told (releases, the response
+/// id of the last answer seen), and the containers watched and launches under way.
+#[derive(Default)]
+pub struct AllocatorKept {
+    state: Option<AllocatorState<LossReasonReply>>,
+    racks: BTreeMap<String, String>,
+    /// Containers to release with the next Allocate.
+    releases: Vec<ContainerId>,
+    /// Releases sent with an Allocate whose answer has not arrived yet.
+    releases_in_flight: Vec<ContainerId>,
+    response_id: u64,
+    /// Launched containers, by the path of their subtree (watched; see `Terminated`).
+    watched: BTreeMap<ActorPath, ContainerId>,
+    /// Launches handed to the launcher and not answered yet: when, and what.
+    launches: BTreeMap<ContainerId, (Duration, ExecutorRunnable)>,
+}
+
+/// The launcher restarted: hand it every launch still in flight again.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct RedriveLaunches;
+
 /// The YarnAllocator actor; see the module docs.
 pub struct YarnAllocator {
     me: Me,
@@ -196,14 +235,11 @@ pub struct YarnAllocator {
     rm: EndpointRef<ResourceManager>,
     launcher: ActorPath,
     driver: EndpointRef<YarnSchedulerEndpoint>,
-    state: Option<AllocatorState<LossReasonReply>>,
-    racks: BTreeMap<String, String>,
-    releases: Vec<ContainerId>,
-    response_id: u64,
+    kept: Kept<AllocatorKept>,
     in_flight: bool,
     timeout: Duration,
-    /// Launched containers, by the path of their subtree (watched; see `Terminated`).
-    watched: BTreeMap<ActorPath, ContainerId>,
+    /// How long a launch may stay unanswered before it counts as failed.
+    launch_timeout: Duration,
 }
 
 fn emit(lines: Vec<LogLine>) {
@@ -225,6 +261,7 @@ impl YarnAllocator {
         launcher: ActorPath,
         driver_yse: ActorPath,
         conf: Arc<SparkConf>,
+        kept: Kept<AllocatorKept>,
     ) -> Self {
         let timeout = conf
             .get(&conf::RPC_ASK_TIMEOUT)
@@ -236,18 +273,16 @@ impl YarnAllocator {
             config,
             conf,
             launcher,
-            state: None,
-            racks: BTreeMap::new(),
-            releases: Vec::new(),
-            response_id: 0,
+            kept,
             in_flight: false,
             timeout,
-            watched: BTreeMap::new(),
+            launch_timeout: timeout.saturating_mul(2),
         }
     }
 
     fn status(&self) -> Option<AllocatorStatus> {
-        let st = self.state.as_ref()?;
+        let kept = self.kept.lock();
+        let st = kept.state.as_ref()?;
         let now = self.me.clock().now();
         Some(AllocatorStatus {
             num_failed_executors: st.num_failed_executors(now),
@@ -261,36 +296,98 @@ impl YarnAllocator {
         })
     }
 
+    /// Hands a launch to the launcher, remembering it until its result arrives.
+    fn launch(&self, kept: &mut AllocatorKept, runnable: ExecutorRunnable) {
+        let now = self.me.clock().now();
+        kept.launches
+            .insert(runnable.container.id, (now, runnable.clone()));
+        let launcher: EndpointRef<ContainerLauncher> = self.me.endpoint(&self.launcher);
+        if let Err(e) = launcher.tell(LaunchExecutor {
+            runnable,
+            reply_to: self.me.path().clone(),
+        }) {
+            // A restarting launcher asks for its launches again when it is back.
+            tracing::warn!("the container launcher cannot be reached: {e}");
+        }
+    }
+
+    /// Every launch still in flight, to the launcher again (starting a container is
+    /// idempotent at the NodeManager, so one that did start is simply answered again).
+    fn redrive_launches(&self) {
+        let mut kept = self.kept.lock();
+        let launches: Vec<ExecutorRunnable> = kept.launches.values().map(|(_, r)| r.clone()).collect();
+        if launches.is_empty() {
+            return;
+        }
+        tracing::info!(
+            launches = launches.len() as u64,
+            "Handing {} launch(es) in flight to the container launcher again",
+            launches.len()
+        );
+        for runnable in launches {
+            self.launch(&mut kept, runnable);
+        }
+    }
+
+    /// Launches unanswered for longer than the launch time-out fail (their containers are
+    /// released and replaced), so no target waits forever on a lost answer.
+    fn expire_launches(&self, kept: &mut AllocatorKept) {
+        let now = self.me.clock().now();
+        let limit = self.launch_timeout;
+        let expired: Vec<ContainerId> = kept
+            .launches
+            .iter()
+            .filter(|(_, (since, _))| now.saturating_sub(*since) > limit)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            kept.launches.remove(&id);
+            let message = format!(
+                "no answer from the container launcher within {}",
+                humantime::format_duration(limit)
+            );
+            tracing::error!(container = %id, "Launch of container {id} timed out: {message}");
+            if let Some(st) = kept.state.as_mut() {
+                if let Some(c) = st.launch_failed(&id, &message) {
+                    kept.releases.push(c);
+                }
+                emit(st.take_logs());
+            }
+        }
+    }
+
     fn handle_response(&mut self, resp: crate::yarn::protocol::AllocateResponse) {
         let now = self.me.clock().now();
-        let racks = self.racks.clone();
+        let mut kept = self.kept.lock();
+        kept.response_id = resp.response_id;
+        kept.releases_in_flight.clear();
+        let racks = kept.racks.clone();
         let rack_of = move |h: &str| racks.get(h).cloned();
-        let Some(st) = self.state.as_mut() else { return };
-        self.response_id = resp.response_id;
+        let AllocatorKept {
+            state,
+            racks: kept_racks,
+            releases,
+            ..
+        } = &mut *kept;
+        let Some(st) = state.as_mut() else { return };
         st.set_num_cluster_nodes(resp.num_cluster_nodes);
+        let mut to_launch = Vec::new();
         if !resp.allocated.is_empty() {
             for c in &resp.allocated {
-                self.racks.insert(c.node.clone(), c.rack.clone());
+                kept_racks.insert(c.node.clone(), c.rack.clone());
             }
             let outcome = st.handle_allocated_containers(resp.allocated, &rack_of);
             emit(outcome.log);
-            self.releases.extend(outcome.to_release);
-            let launcher: EndpointRef<ContainerLauncher> = self.me.endpoint(&self.launcher);
+            releases.extend(outcome.to_release);
             for launch in outcome.to_launch {
-                let runnable = ExecutorRunnable::from_conf(
+                to_launch.push(ExecutorRunnable::from_conf(
                     &self.conf,
                     launch.container,
                     self.config.driver_url.as_str(),
                     &launch.executor_id,
                     &self.config.attempt.app.to_string(),
                     launch.executor_cores,
-                );
-                if let Err(e) = launcher.tell(LaunchExecutor {
-                    runnable,
-                    reply_to: self.me.path().clone(),
-                }) {
-                    tracing::error!("the container launcher is gone: {e}");
-                }
+                ));
             }
         }
         if !resp.completed.is_empty() {
@@ -307,6 +404,36 @@ impl YarnAllocator {
             }
         }
         emit(st.take_logs());
+        for runnable in to_launch {
+            self.launch(&mut kept, runnable);
+        }
+    }
+
+    /// A restarted allocator: its state was kept; watch the launched containers again, hand
+    /// the launches in flight to the launcher again (their answers may have died with the
+    /// old mailbox). Its next Allocate resynchronises it with the RM.
+    fn resume(&mut self, ctx: &mut Context<Self>) {
+        let (watched, running, pending, launches) = {
+            let kept = self.kept.lock();
+            let st = kept.state.as_ref();
+            (
+                kept.watched.keys().cloned().collect::<Vec<_>>(),
+                st.map_or(0, |s| s.num_executors_running()),
+                st.map_or(0, |s| s.num_containers_pending_allocate()),
+                kept.launches.len(),
+            )
+        };
+        tracing::info!(
+            running_executors = running as u64,
+            pending_requests = pending as u64,
+            launches = launches as u64,
+            "Allocator restarted with its state: {running} executor(s) running, {pending} container request(s) pending, {launches} launch(es) in flight"
+        );
+        let me = self.me.clone();
+        for path in watched {
+            me.watch(ctx, &path);
+        }
+        self.redrive_launches();
     }
 }
 
@@ -314,12 +441,17 @@ impl Actor for YarnAllocator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.kept.lock().state.is_some() {
+            self.resume(ctx);
+            return;
+        }
         let (driver, rm, timeout) = (self.driver.clone(), self.rm.clone(), self.timeout);
+        let clock = self.me.clock().clone();
         // As Spark's constructor, nothing else is handled until the driver has answered.
         ctx.wait(
             async move {
                 let last = driver.ask(RetrieveLastAllocatedExecutorId, timeout).await;
-                let nodes = rm.ask(GetClusterNodes, timeout).await;
+                let nodes = ask_rm(&rm, GetClusterNodes, timeout, &clock).await;
                 (last, nodes)
             }
             .into_actor(self)
@@ -328,22 +460,21 @@ impl Actor for YarnAllocator {
                     tracing::warn!("cannot ask the driver for the last executor id ({e}); starting from 0");
                     0
                 });
-                if let Ok(nodes) = nodes {
-                    act.racks = nodes.into_iter().map(|n| (n.host, n.rack)).collect();
-                }
                 let mut settings = act.config.settings.clone();
                 settings.executor_id_start = u32::try_from(last).unwrap_or(u32::MAX);
-                let st = AllocatorState::new(settings);
+                let mut st = AllocatorState::new(settings);
                 tracing::info!(
                     target_executors = st.target(),
                     last_executor_id = last,
                     "Allocator ready: {} executor(s) wanted, executor ids start after {last}",
                     st.target()
                 );
-                act.state = Some(st);
-                if let Some(st) = act.state.as_mut() {
-                    emit(st.take_logs());
+                emit(st.take_logs());
+                let mut kept = act.kept.lock();
+                if let Ok(nodes) = nodes {
+                    kept.racks = nodes.into_iter().map(|n| (n.host, n.rack)).collect();
                 }
+                kept.state = Some(st);
             }),
         );
     }
@@ -353,30 +484,48 @@ impl Handler<AllocateResources> for YarnAllocator {
     type Result = ResponseActFuture<Self, Result<AllocatorStatus, AllocateError>>;
 
     fn handle(&mut self, _: AllocateResources, _: &mut Context<Self>) -> Self::Result {
-        let Some(st) = self.state.as_mut() else {
+        if self.kept.lock().state.is_none() {
             return Box::pin(actix::fut::ready(Err(AllocateError::NotReady)));
-        };
+        }
         if self.in_flight {
             let status = self.status().ok_or(AllocateError::NotReady);
             return Box::pin(actix::fut::ready(status));
         }
-        let racks = self.racks.clone();
-        let update = st.update_resource_requests(&move |h: &str| racks.get(h).cloned());
-        emit(update.log);
         let now = self.me.clock().now();
-        let request = Allocate {
-            attempt_id: self.config.attempt,
-            response_id: self.response_id,
-            progress: 0.1,
-            asks: st.pending_requests().to_vec(),
-            releases: std::mem::take(&mut self.releases),
-            blacklist: st.excluded_nodes(now).into_iter().collect(),
+        let request = {
+            let mut kept = self.kept.lock();
+            self.expire_launches(&mut kept);
+            let racks = kept.racks.clone();
+            let AllocatorKept {
+                state,
+                releases,
+                releases_in_flight,
+                response_id,
+                ..
+            } = &mut *kept;
+            let Some(st) = state.as_mut() else {
+                return Box::pin(actix::fut::ready(Err(AllocateError::NotReady)));
+            };
+            let update = st.update_resource_requests(&move |h: &str| racks.get(h).cloned());
+            emit(update.log);
+            // Releases of an Allocate whose answer never came go again (releasing twice is
+            // harmless).
+            let mut to_release = std::mem::take(releases_in_flight);
+            to_release.append(releases);
+            *releases_in_flight = to_release.clone();
+            Allocate {
+                attempt_id: self.config.attempt,
+                response_id: *response_id,
+                progress: 0.1,
+                asks: st.pending_requests().to_vec(),
+                releases: to_release,
+                blacklist: st.excluded_nodes(now).into_iter().collect(),
+            }
         };
         self.in_flight = true;
-        let (rm, timeout) = (self.rm.clone(), self.timeout);
-        let releases = request.releases.clone();
+        let (rm, timeout, clock) = (self.rm.clone(), self.timeout, self.me.clock().clone());
         Box::pin(
-            async move { rm.ask(request, timeout).await }
+            async move { ask_rm(&rm, request, timeout, &clock).await }
                 .into_actor(self)
                 .map(move |res, act, _| {
                     act.in_flight = false;
@@ -390,14 +539,8 @@ impl Handler<AllocateResources> for YarnAllocator {
                                 YarnError::ApplicationAttemptNotFound(id).to_string(),
                             ))
                         }
-                        Ok(Err(e)) => {
-                            act.releases.extend(releases);
-                            Err(AllocateError::Other(e.to_string()))
-                        }
-                        Err(e) => {
-                            act.releases.extend(releases);
-                            Err(AllocateError::Other(e.to_string()))
-                        }
+                        Ok(Err(e)) => Err(AllocateError::Other(e.to_string())),
+                        Err(e) => Err(AllocateError::Other(e.to_string())),
                     }
                 }),
         )
@@ -417,7 +560,8 @@ impl Handler<RequestTotalExecutors> for YarnAllocator {
 
     fn handle(&mut self, msg: RequestTotalExecutors, _: &mut Context<Self>) -> bool {
         let now = self.me.clock().now();
-        let Some(st) = self.state.as_mut() else {
+        let mut kept = self.kept.lock();
+        let Some(st) = kept.state.as_mut() else {
             return false;
         };
         let req = msg.0;
@@ -439,10 +583,12 @@ impl Handler<KillExecutor> for YarnAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: KillExecutor, _: &mut Context<Self>) {
-        let Some(st) = self.state.as_mut() else { return };
+        let mut kept = self.kept.lock();
+        let AllocatorKept { state, releases, .. } = &mut *kept;
+        let Some(st) = state.as_mut() else { return };
         if let Some(container) = st.kill_executor(&msg.executor_id) {
             tracing::info!(executor_id = msg.executor_id.as_str(), container = %container, "releasing container {container} of executor {}", msg.executor_id);
-            self.releases.push(container);
+            releases.push(container);
         }
         emit(st.take_logs());
     }
@@ -452,7 +598,8 @@ impl Handler<EnqueueLossReason> for YarnAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: EnqueueLossReason, _: &mut Context<Self>) {
-        let Some(st) = self.state.as_mut() else {
+        let mut kept = self.kept.lock();
+        let Some(st) = kept.state.as_mut() else {
             let _ = msg.reply.send(Err("the allocator is not initialized yet".into()));
             return;
         };
@@ -473,15 +620,24 @@ impl Handler<LaunchResult> for YarnAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: LaunchResult, ctx: &mut Context<Self>) {
-        let Some(st) = self.state.as_mut() else { return };
+        let mut kept = self.kept.lock();
+        kept.launches.remove(&msg.container_id);
+        let AllocatorKept {
+            state,
+            releases,
+            watched,
+            ..
+        } = &mut *kept;
+        let Some(st) = state.as_mut() else { return };
         match msg.result {
             Ok(()) => {
-                st.launch_succeeded(&msg.container_id);
-                if let Some(host) = msg.host.as_deref() {
-                    let path = container_path(host, &msg.container_id);
-                    self.watched.insert(path.clone(), msg.container_id);
-                    let me = self.me.clone();
-                    me.watch(ctx, &path);
+                if st.launch_succeeded(&msg.container_id) {
+                    if let Some(host) = msg.host.as_deref() {
+                        let path = container_path(host, &msg.container_id);
+                        watched.insert(path.clone(), msg.container_id);
+                        let me = self.me.clone();
+                        me.watch(ctx, &path);
+                    }
                 }
             }
             Err(e) => {
@@ -491,11 +647,19 @@ impl Handler<LaunchResult> for YarnAllocator {
                     msg.executor_id
                 );
                 if let Some(c) = st.launch_failed(&msg.container_id, &e) {
-                    self.releases.push(c);
+                    releases.push(c);
                 }
             }
         }
         emit(st.take_logs());
+    }
+}
+
+impl Handler<RedriveLaunches> for YarnAllocator {
+    type Result = ();
+
+    fn handle(&mut self, _: RedriveLaunches, _: &mut Context<Self>) {
+        self.redrive_launches();
     }
 }
 
@@ -504,7 +668,8 @@ impl Handler<Terminated> for YarnAllocator {
 
     /// A launched container ended: fetch its status (and ask for a replacement) now.
     fn handle(&mut self, msg: Terminated, _: &mut Context<Self>) {
-        if let Some(container) = self.watched.remove(&msg.path) {
+        let removed = self.kept.lock().watched.remove(&msg.path);
+        if let Some(container) = removed {
             tracing::debug!(container = %container, "container {container} ended; waking the reporter");
             if let Some(reporter) = self.me.path().parent().and_then(|p| p.child("reporter").ok()) {
                 let _ = self

@@ -1,6 +1,7 @@
 //! The all-in-one node: `/node`, a supervisor with the ResourceManager (`/node/rm`) and one
 //! NodeManager subtree per node of the configuration (`/node/nm-<host>`, a supervisor whose
-//! `node-manager` child starts containers next to itself). `sparkyard node` runs it as a
+//! `node-manager` child starts containers next to itself, its state kept by that supervisor
+//! across its restarts). `sparkyard node` runs it as a
 //! long-running process; `sparkyard submit` with no master (or `local-cluster[N,C,M]`)
 //! runs it embedded in the submitting process.
 
@@ -11,7 +12,7 @@ use crate::logs::LogIds;
 use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, SupervisorSpec};
 
 use super::client_rm_service::ClientRmService;
-use super::node_manager::NodeManager;
+use super::node_manager::{NmState, NodeManager};
 use super::resource_manager::{ResourceManager, RmConfig, RmState};
 
 /// The node's root segment.
@@ -71,10 +72,13 @@ pub fn start_node(
         let (n, rm) = (node.clone(), rm.clone());
         let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
             let (n, rm) = (n.clone(), rm.clone());
+            // Kept across restarts of the NodeManager actor, new with each start of the node:
+            // a node that dies loses its containers and what its NodeManager knew.
+            let state = Kept::new(NmState::default());
             SupervisorSpec::new(Strategy::OneForOne)
                 .supervision(&supervision)
                 .child(ChildSpec::worker("node-manager", move |_, me| {
-                    NodeManager::new(me, (*n).clone(), rm.clone())
+                    NodeManager::new(me, (*n).clone(), rm.clone(), state.clone())
                 }))
         })
         .ids(LogIds::default().node(&node.host));

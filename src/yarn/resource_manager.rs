@@ -12,23 +12,105 @@
 //! statuses go back in the answer) and unregistration. When an AM container ends without
 //! its attempt having unregistered, the attempt failed: the RM starts another, up to
 //! `yarn.resourcemanager.am.max-attempts` (capped by the submission's `spark.yarn.maxAppAttempts`),
-//! then fails the application with YARN's diagnostics. Its applications and nodes are kept
-//! by its supervisor, so a restarted RM still knows them.
+//! then fails the application with YARN's diagnostics; as in YARN, an attempt whose AM
+//! container was preempted, aborted (its node lost), lost to a disk failure or killed by the
+//! RM does not count towards that maximum.
+//!
+//! Restarts: its applications, attempts and nodes are kept by its supervisor
+//! ([`RmState`]), so a restarted RM still knows them; what was queued in its mailbox is lost
+//! with it, and the peers make up for it. Report waiters are dropped (clients ask again).
+//! A new incarnation asks every known NodeManager to register again
+//! ([`super::node_manager::Resync`]); a registration ([`RegisterNode`]) names the node's
+//! running containers and the completed statuses the RM has not taken, and the RM completes
+//! every container it placed on that node which the node does not name as lost (-100,
+//! "Container released on a *lost* node") — so a NodeStatusUpdate lost in the dead mailbox
+//! is sent again, and the containers of a node that died are reported as YARN reports a lost
+//! node's. A container granted but not started yet is among those: the node refuses to
+//! start it afterwards, and its AM asks for another (as YARN's NodeManager refuses a
+//! container token from before its re-registration). Completions are idempotent; a
+//! container its AM releases completes at once, and an ended attempt's containers are freed
+//! at once, whatever their nodes report later (YARN's RMContainer on RELEASED and KILL). Allocate is too, as in YARN's ApplicationMasterService:
+//! an Allocate carrying the response id of the last answer's request (its answer never
+//! reached the AM: the allocator died meanwhile) gets that answer again, with the granted
+//! containers and completed statuses it held. ApplicationMasters reach the RM through
+//! [`ask_rm`], which retries while the RM cannot be reached (its mailbox died with the ask,
+//! or its new incarnation is not registered yet), as Hadoop's RM proxy does on failover.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use actix::{Actor, Context, Handler, MessageResult, ResponseFuture};
+use actix::dev::ToEnvelope;
+use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
+use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use super::node_manager::{node_manager_path, NodeManager};
+use super::node_manager::{node_manager_path, NodeManager, Resync, LOST_CONTAINER};
 use super::protocol::*;
 use super::records::*;
 use super::scheduler::Scheduler;
 use crate::conf::{self, SparkConf};
-use crate::rpc::EndpointRef;
+use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::timers::run_later;
-use crate::runtime::{Kept, Me};
+use crate::runtime::{Clock, Kept, Me};
+
+/// A NodeManager (re-)registers (Hadoop's RegisterNodeManagerRequest with its
+/// NMContainerStatuses): its capability, the containers running on it, and the completed
+/// statuses the RM has not taken yet. The RM completes as lost every container it placed on
+/// the node that the node does not name, and answers their ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
+#[rtype(result = "Result<NodeRegistration, YarnError>")]
+pub struct RegisterNode {
+    pub host: String,
+    pub rack: String,
+    pub capability: Resource,
+    pub running: Vec<ContainerId>,
+    pub completed: Vec<ContainerStatus>,
+}
+
+/// The answer to [`RegisterNode`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRegistration {
+    /// Containers of this node completed as lost: the node must not start them.
+    pub lost: Vec<ContainerId>,
+}
+
+/// The diagnostics of a container its AM released (SchedulerUtils.RELEASED_CONTAINER).
+pub const RELEASED_CONTAINER: &str = "Container released by application";
+
+/// How often [`ask_rm`] tries while the RM cannot be reached, and the pause between tries.
+const RM_TRIES: u32 = 100;
+const RM_RETRY_DELAY: Duration = Duration::from_millis(10);
+
+/// Asks the ResourceManager as an ApplicationMaster's RM proxy does: while the RM cannot be
+/// reached (the ask died with its incarnation's mailbox, or nothing is registered at its
+/// path while it restarts) the ask is sent again after a short pause, up to
+/// 100 times (one second); a time-out or the RM's own answer ends it.
+pub async fn ask_rm<M>(
+    rm: &EndpointRef<ResourceManager>,
+    msg: M,
+    timeout: Duration,
+    clock: &Clock,
+) -> Result<M::Result, AskError>
+where
+    M: Message + Clone + Send + 'static,
+    M::Result: Send,
+    ResourceManager: Handler<M>,
+    <ResourceManager as Actor>::Context: ToEnvelope<ResourceManager, M>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match rm.ask(msg.clone(), timeout).await {
+            Err(e @ (AskError::Died { .. } | AskError::Lookup(_))) if tries < RM_TRIES => {
+                if tries == 1 {
+                    tracing::warn!("The ResourceManager cannot be reached ({e}); trying again");
+                }
+                clock.sleep(RM_RETRY_DELAY).await;
+            }
+            other => return other,
+        }
+    }
+}
 
 /// What the RM reads from yarn-site.conf.
 #[derive(Clone, Debug)]
@@ -82,6 +164,29 @@ struct RmAttempt {
     released: BTreeSet<ContainerId>,
     /// Completed container statuses for the AM's next Allocate.
     completed: Vec<ContainerStatus>,
+    /// The last Allocate answer, sent again if its AM asks with the same response id.
+    last_response: Option<AllocateResponse>,
+    /// The AM container's exit status once it ended.
+    am_exit_status: Option<i32>,
+}
+
+impl RmAttempt {
+    /// RMAppAttemptImpl.shouldCountTowardsMaxAttemptRetry: a failed attempt counts unless
+    /// its AM container was preempted, aborted (a lost node), lost to a disk failure or
+    /// killed by the RM.
+    fn counts_as_failure(&self) -> bool {
+        self.ended
+            && self.unregistered.is_none()
+            && !matches!(
+                self.am_exit_status,
+                Some(
+                    exit_status::PREEMPTED
+                        | exit_status::ABORTED
+                        | exit_status::DISKS_FAILED
+                        | exit_status::KILLED_BY_RESOURCEMANAGER
+                )
+            )
+    }
 }
 
 #[derive(Debug)]
@@ -237,6 +342,8 @@ impl ResourceManager {
                 containers: BTreeSet::new(),
                 released: BTreeSet::new(),
                 completed: Vec::new(),
+                last_response: None,
+                am_exit_status: None,
             });
         }
         drop(st);
@@ -308,8 +415,21 @@ impl ResourceManager {
         let id = container.id;
         let rm: EndpointRef<ResourceManager> = self.me.endpoint(self.me.path());
         let timeout = self.config.ask_timeout;
+        let clock = self.me.clock().clone();
         actix::spawn(async move {
-            let result = nm.ask(StartContainer { container, launch }, timeout).await;
+            // A NodeManager that cannot be reached (restarting) is asked again; starting a
+            // container is idempotent there.
+            let start = StartContainer { container, launch };
+            let mut tries = 0;
+            let result = loop {
+                tries += 1;
+                match nm.ask(start.clone(), timeout).await {
+                    Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < RM_TRIES => {
+                        clock.sleep(RM_RETRY_DELAY).await
+                    }
+                    other => break other,
+                }
+            };
             let failure = match result {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.to_string()),
@@ -334,7 +454,7 @@ impl ResourceManager {
         let hosts: Vec<(ContainerId, String)> = {
             let st = self.state.lock();
             ids.into_iter()
-                .filter_map(|id| st.scheduler.node_of(&id).map(|h| (id, h.to_string())))
+                .filter_map(|id| st.container_hosts.get(&id).map(|h| (id, h.clone())))
                 .collect()
         };
         for (container_id, host) in hosts {
@@ -361,11 +481,15 @@ impl ResourceManager {
             let Some(attempt) = app.attempts.iter_mut().find(|a| a.id == attempt_id) else {
                 return;
             };
-            attempt.containers.remove(&id);
+            if !attempt.containers.remove(&id) {
+                // Reported again (a NodeManager re-sends what it could not see taken).
+                tracing::debug!(container_id = %id, "Container {id} already completed");
+                return;
+            }
             running_containers = attempt.containers.len();
             if attempt.released.remove(&id) {
                 status.exit_status = exit_status::ABORTED;
-                status.diagnostics = "Container released by application".into();
+                status.diagnostics = RELEASED_CONTAINER.into();
             }
             if attempt.am_container.as_ref().map(|c| c.id) == Some(id) {
                 am_ended = Some(status.clone());
@@ -396,17 +520,24 @@ impl ResourceManager {
         let requester;
         {
             let mut st = self.state.lock();
-            let Some(app) = st.apps.get_mut(&app_id) else {
+            let RmState { apps, scheduler, .. } = &mut *st;
+            let Some(app) = apps.get_mut(&app_id) else {
                 return;
             };
             let max = app.max_attempts;
-            let attempts = app.attempts.len() as u32;
             let Some(attempt) = app.attempts.iter_mut().find(|a| a.id == attempt_id) else {
                 return;
             };
             attempt.ended = true;
+            attempt.am_exit_status = Some(status.exit_status);
             leftovers.extend(attempt.containers.iter().copied());
+            // As YARN frees an ended attempt's containers at once (their nodes are told to
+            // stop them; what they report later only closes the books).
+            for id in &leftovers {
+                scheduler.release(id);
+            }
             let unregistered = attempt.unregistered.clone();
+            let failures = app.attempts.iter().filter(|a| a.counts_as_failure()).count() as u32;
             if app.state.is_final() {
                 requester = StopRequester::ResourceManager;
             } else if let Some((final_status, diagnostics)) = unregistered {
@@ -422,7 +553,13 @@ impl ResourceManager {
                     status.exit_status, status.diagnostics
                 );
                 tracing::warn!(app_id = %app_id, attempt = attempt_id.attempt, exit_status = status.exit_status, "{diagnostics}");
-                if attempts < max {
+                tracing::info!(
+                    app_id = %app_id,
+                    failed_attempts = failures as u64,
+                    max_attempts = max as u64,
+                    "The number of failed attempts is {failures}. The max attempts is {max}"
+                );
+                if failures < max {
                     app.diagnostics = diagnostics;
                     Self::set_state(app, YarnApplicationState::Accepted);
                     retry = true;
@@ -440,6 +577,26 @@ impl ResourceManager {
             self.start_attempt(app_id);
         }
         self.notify(app_id);
+    }
+
+    /// Whether a container a node reports running should be stopped, and by whom: one the
+    /// RM does not place there, one its AM released, or one of an attempt that ended.
+    fn should_be_stopped(st: &RmState, id: &ContainerId, host: &str) -> Option<StopRequester> {
+        let attempt = st
+            .apps
+            .get(&id.attempt.app)
+            .and_then(|app| app.attempts.iter().find(|a| a.id == id.attempt).map(|a| (app, a)));
+        match attempt {
+            Some((_, attempt)) if attempt.released.contains(id) => Some(StopRequester::ApplicationMaster),
+            Some((app, attempt)) if app.state == YarnApplicationState::Finished && attempt.ended => {
+                Some(StopRequester::AppCompletion)
+            }
+            Some((app, attempt)) if attempt.ended || app.state.is_final() => {
+                Some(StopRequester::ResourceManager)
+            }
+            _ if st.scheduler.node_of(id) != Some(host) => Some(StopRequester::ResourceManager),
+            _ => None,
+        }
     }
 
     /// Checks that `attempt` is the current, live attempt of its application.
@@ -460,16 +617,103 @@ impl Actor for ResourceManager {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Context<Self>) {
-        let st = self.state.lock();
+        let hosts: Vec<String> = {
+            let st = self.state.lock();
+            tracing::info!(
+                cluster_timestamp = st.cluster_timestamp,
+                applications = st.apps.len() as u64,
+                nodes = st.scheduler.num_nodes(),
+                "ResourceManager started (cluster timestamp {}, {} applications, {} NodeManagers known)",
+                st.cluster_timestamp,
+                st.apps.len(),
+                st.scheduler.num_nodes()
+            );
+            st.scheduler.node_reports().into_iter().map(|n| n.host).collect()
+        };
+        if self.me.incarnation() > 1 && !hosts.is_empty() {
+            // What the NodeManagers sent the dead incarnation is lost: each registers again
+            // with its running containers and the statuses not yet taken.
+            tracing::info!(
+                nodes = hosts.len() as u64,
+                "ResourceManager restarted; asking {} NodeManager(s) to resynchronise",
+                hosts.len()
+            );
+            for host in hosts {
+                if let Err(e) = self.nm(&host).tell(Resync) {
+                    tracing::warn!(host = host.as_str(), "cannot ask {host} to resynchronise: {e}");
+                }
+            }
+        }
+    }
+}
+
+impl Handler<RegisterNode> for ResourceManager {
+    type Result = Result<NodeRegistration, YarnError>;
+
+    fn handle(&mut self, msg: RegisterNode, _: &mut Context<Self>) -> Self::Result {
+        let known = {
+            let mut st = self.state.lock();
+            let known = st.scheduler.has_node(&msg.host);
+            st.scheduler.add_node(&msg.host, &msg.rack, msg.capability);
+            known
+        };
         tracing::info!(
-            cluster_timestamp = st.cluster_timestamp,
-            applications = st.apps.len() as u64,
-            nodes = st.scheduler.num_nodes(),
-            "ResourceManager started (cluster timestamp {}, {} applications, {} NodeManagers known)",
-            st.cluster_timestamp,
-            st.apps.len(),
-            st.scheduler.num_nodes()
+            host = msg.host.as_str(),
+            rack = msg.rack.as_str(),
+            running_containers = msg.running.len() as u64,
+            completed_containers = msg.completed.len() as u64,
+            "NodeManager from node {} {} with capability: {}, rack {} ({} running container(s), {} completed)",
+            msg.host,
+            if known { "re-registered" } else { "registered" },
+            msg.capability,
+            msg.rack,
+            msg.running.len(),
+            msg.completed.len()
         );
+        for status in msg.completed {
+            self.container_completed(status);
+        }
+        let running: BTreeSet<ContainerId> = msg.running.iter().copied().collect();
+        let (lost, to_stop): (Vec<ContainerId>, Vec<(ContainerId, StopRequester)>) = {
+            let st = self.state.lock();
+            let lost = st
+                .scheduler
+                .containers_on(&msg.host)
+                .into_iter()
+                .filter(|id| !running.contains(id))
+                .collect();
+            let to_stop = running
+                .iter()
+                .filter_map(|id| Self::should_be_stopped(&st, id, &msg.host).map(|r| (*id, r)))
+                .collect();
+            (lost, to_stop)
+        };
+        for id in &lost {
+            tracing::warn!(
+                container_id = %id,
+                app_id = %id.attempt.app,
+                host = msg.host.as_str(),
+                "Container {id} on {} is not running on the node that registered: {LOST_CONTAINER}",
+                msg.host
+            );
+            self.container_completed(ContainerStatus {
+                container_id: *id,
+                state: ContainerState::Complete,
+                exit_status: exit_status::ABORTED,
+                diagnostics: LOST_CONTAINER.to_string(),
+            });
+        }
+        for (id, requester) in to_stop {
+            // Still running there although it was asked to stop (the request may have been
+            // lost with a NodeManager's mailbox) or is no longer the RM's: stop it again.
+            tracing::info!(container_id = %id, host = msg.host.as_str(), requester = ?requester, "Container {id} on {} should not be running; stopping it", msg.host);
+            let _ = self.nm(&msg.host).tell(StopContainer {
+                container_id: id,
+                requester,
+            });
+        }
+        self.place_pending_ams();
+        Ok(NodeRegistration { lost })
     }
 }
 
@@ -745,7 +989,7 @@ impl Handler<Allocate> for ResourceManager {
     type Result = Result<AllocateResponse, YarnError>;
 
     fn handle(&mut self, msg: Allocate, _: &mut Context<Self>) -> Self::Result {
-        let (response, released) = {
+        let (released, resend) = {
             let mut st = self.state.lock();
             let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
             if !attempt.registered {
@@ -758,6 +1002,46 @@ impl Handler<Allocate> for ResourceManager {
                 .copied()
                 .collect();
             attempt.released.extend(released.iter().copied());
+            let resend = attempt
+                .last_response
+                .as_ref()
+                .filter(|last| msg.response_id.checked_add(1) == Some(last.response_id))
+                .cloned();
+            (released, resend)
+        };
+        if !released.is_empty() {
+            self.stop_containers(released.iter().copied(), StopRequester::ApplicationMaster);
+            // As YARN's RMContainer on RELEASED: the container is the application's no
+            // more, at once, whether or not its node ever ran it; what the node reports
+            // later is a repeat.
+            for id in released {
+                self.container_completed(ContainerStatus {
+                    container_id: id,
+                    state: ContainerState::Complete,
+                    exit_status: exit_status::ABORTED,
+                    diagnostics: RELEASED_CONTAINER.into(),
+                });
+            }
+        }
+        if let Some(last) = resend {
+            // The AM did not see the answer to its last Allocate (ApplicationMasterService's
+            // duplicate request): the same answer again.
+            tracing::info!(
+                app_id = %msg.attempt_id.app,
+                response_id = msg.response_id,
+                granted = last.allocated.len() as u64,
+                completed = last.completed.len() as u64,
+                "Allocate from {} repeats response id {}: sending its answer again ({} container(s) granted, {} completed)",
+                msg.attempt_id,
+                msg.response_id,
+                last.allocated.len(),
+                last.completed.len()
+            );
+            return Ok(last);
+        }
+        let response = {
+            let mut st = self.state.lock();
+            let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
             let completed = std::mem::take(&mut attempt.completed);
             let granted = st.scheduler.allocate(msg.attempt_id, &msg.asks, &msg.blacklist)?;
             let RmState {
@@ -767,12 +1051,20 @@ impl Handler<Allocate> for ResourceManager {
                 ..
             } = &mut *st;
             let mut running_containers = 0;
+            let response = AllocateResponse {
+                response_id: msg.response_id + 1,
+                allocated: granted.clone(),
+                completed,
+                num_cluster_nodes: scheduler.num_nodes(),
+                available: scheduler.available(),
+            };
             if let Some(attempt) = apps.get_mut(&msg.attempt_id.app).and_then(|a| a.current_mut()) {
                 for c in &granted {
                     attempt.containers.insert(c.id);
                     container_hosts.insert(c.id, c.node.clone());
                 }
                 running_containers = attempt.containers.len();
+                attempt.last_response = Some(response.clone());
             }
             if !granted.is_empty() {
                 tracing::info!(
@@ -786,20 +1078,8 @@ impl Handler<Allocate> for ResourceManager {
                     msg.asks.len()
                 );
             }
-            (
-                AllocateResponse {
-                    response_id: msg.response_id + 1,
-                    allocated: granted,
-                    completed,
-                    num_cluster_nodes: scheduler.num_nodes(),
-                    available: scheduler.available(),
-                },
-                released,
-            )
+            response
         };
-        if !released.is_empty() {
-            self.stop_containers(released, StopRequester::ApplicationMaster);
-        }
         Ok(response)
     }
 }
@@ -843,6 +1123,49 @@ impl Handler<NodeStatusUpdate> for ResourceManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn attempt(am_exit_status: Option<i32>, unregistered: bool) -> RmAttempt {
+        RmAttempt {
+            id: ApplicationAttemptId {
+                app: ApplicationId {
+                    cluster_timestamp: 1,
+                    id: 1,
+                },
+                attempt: 1,
+            },
+            am_container: None,
+            am_pending: false,
+            registered: true,
+            host: None,
+            rpc_port: None,
+            tracking_url: None,
+            unregistered: unregistered.then(|| (FinalApplicationStatus::Failed, String::new())),
+            ended: am_exit_status.is_some(),
+            containers: BTreeSet::new(),
+            released: BTreeSet::new(),
+            completed: Vec::new(),
+            last_response: None,
+            am_exit_status,
+        }
+    }
+
+    #[test]
+    fn lost_nodes_preemption_and_rm_kills_do_not_count_as_attempt_failures() {
+        assert!(attempt(Some(1), false).counts_as_failure());
+        assert!(attempt(Some(50), false).counts_as_failure());
+        assert!(attempt(Some(exit_status::KILLED_BY_APPMASTER), false).counts_as_failure());
+        for status in [
+            exit_status::ABORTED,
+            exit_status::PREEMPTED,
+            exit_status::DISKS_FAILED,
+            exit_status::KILLED_BY_RESOURCEMANAGER,
+        ] {
+            assert!(!attempt(Some(status), false).counts_as_failure(), "{status}");
+        }
+        // Still running, or unregistered (its AM reported the outcome): not a failure.
+        assert!(!attempt(None, false).counts_as_failure());
+        assert!(!attempt(Some(1), true).counts_as_failure());
+    }
 
     #[test]
     fn config_defaults() {

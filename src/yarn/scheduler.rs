@@ -425,6 +425,14 @@ impl Scheduler {
         self.containers.range(first..=last).map(|(id, _)| *id).collect()
     }
 
+    /// The live containers placed on `host`, in id order (empty for an unknown host).
+    pub fn containers_on(&self, host: &str) -> Vec<ContainerId> {
+        self.nodes
+            .get(host)
+            .map(|node| node.containers.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// The host a live container runs on.
     pub fn node_of(&self, container: &ContainerId) -> Option<&str> {
         self.containers.get(container).map(|placed| placed.host.as_str())
@@ -975,6 +983,10 @@ mod tests {
         assert_eq!(s.node_of(&am.id), None);
         let h1 = &s.node_reports()[0];
         assert_eq!((h1.used, h1.num_containers), (Resource::default(), 0));
+
+        // containers_on: what sits on a node, whoever holds it.
+        assert_eq!(s.containers_on("h3"), vec![mine[0].id, theirs[0].id]);
+        assert_eq!(s.containers_on("nowhere"), vec![]);
 
         // remove_node: the containers on it are gone, whoever held them.
         let lost = s.remove_node("h3");
