@@ -186,14 +186,14 @@ pub async fn run(app: (&str, &[&str]), conf: Arc<SparkConf>, plan: Option<FaultP
     let submitted = inproc::submit_within(&node, app.0, app.1, conf, bound + Duration::from_secs(5));
     let Ok((outcome, output)) = tokio::time::timeout(bound, submitted).await else {
         let records = node.cluster.logs().records();
-        let tail: Vec<String> = records
+        let mut tail: Vec<String> = records
             .iter()
             .rev()
             .filter(|r| !r["msg"].as_str().unwrap_or("").starts_with("Application report"))
             .take(40)
-            .rev()
             .map(|r| format!("{} {} {}", r["ts"], r["actor"], r["msg"]))
             .collect();
+        tail.reverse();
         panic!(
             "the application did not end within {}; kills: {:#?}\nlast records:\n{}",
             humantime::format_duration(bound),
