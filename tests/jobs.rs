@@ -308,13 +308,21 @@ async fn an_aborted_job_kills_its_running_tasks_through_their_executors() {
     assert!(started.elapsed() < Duration::from_secs(15));
     dump(&node);
     let m = msgs(&node);
+    // Every sleeping task that was launched before the abort is killed (whether task 2 was
+    // launched depends on whether the second executor's cores were free in time).
+    let mut killed = 0;
     for index in [1, 2] {
+        if !m.iter().any(|l| l.starts_with(&format!("Starting task {index}.0 in stage 0.0"))) {
+            continue;
+        }
         assert!(
             m.iter()
                 .any(|l| l.starts_with(&format!("Executor killed task {index}.0 in stage 0.0"))),
             "task {index} was not killed: {m:#?}"
         );
+        killed += 1;
     }
+    assert!(killed >= 1, "no sleeping task ran: {m:#?}");
 }
 
 #[actix_rt::test]
