@@ -312,7 +312,10 @@ async fn an_aborted_job_kills_its_running_tasks_through_their_executors() {
     // launched depends on whether the second executor's cores were free in time).
     let mut killed = 0;
     for index in [1, 2] {
-        if !m.iter().any(|l| l.starts_with(&format!("Starting task {index}.0 in stage 0.0"))) {
+        if !m
+            .iter()
+            .any(|l| l.starts_with(&format!("Starting task {index}.0 in stage 0.0")))
+        {
             continue;
         }
         assert!(
