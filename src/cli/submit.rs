@@ -99,6 +99,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String>
     let system = actix::System::new();
     system.block_on(async move {
         let cluster = Cluster::builder()
+            .id(&super::process_cluster_id("submit"))
             .log_dir(&log_dir)
             .node(&super::local_hostname())
             .build()?;
