@@ -245,18 +245,17 @@ fn controls_without_a_node_or_with_bad_input_are_one_line_errors() {
     let (code, _, err) = sparkyard(&["chaos", "kill", "allocator", "--conf", nowhere]);
     assert_eq!(code, 1);
     let line = one_error_line(&err);
-    assert!(line.contains("'allocator'") && line.contains("malformed"), "{line}");
+    assert!(
+        line.contains("'allocator'") && line.contains("malformed"),
+        "{line}"
+    );
     let (code, _, err) = sparkyard(&["chaos", "kill", "*/allocator", "--after", "soon"]);
     assert_eq!(code, 1);
     assert!(one_error_line(&err).contains("'soon' is not a duration"), "{err}");
     let (code, _, err) = sparkyard(&["actors", "--app", "app_1", "--conf", nowhere]);
     assert_eq!(code, 1);
     assert!(one_error_line(&err).contains("--app"), "{err}");
-    let (code, _, err) = sparkyard(&[
-        "actors",
-        "--conf",
-        "yarn.resourcemanager.address=127.0.0.1:0",
-    ]);
+    let (code, _, err) = sparkyard(&["actors", "--conf", "yarn.resourcemanager.address=127.0.0.1:0"]);
     assert_eq!(code, 1);
     assert!(one_error_line(&err).contains("port 0"), "{err}");
 }
@@ -265,8 +264,14 @@ fn controls_without_a_node_or_with_bad_input_are_one_line_errors() {
 fn bad_chaos_settings_on_submit_name_the_key() {
     let cd = config_dir();
     for (setting, key) in [
-        ("spark.sparkyard.chaos.plan=*/allocator", "spark.sparkyard.chaos.plan"),
-        ("spark.sparkyard.chaos.plan=allocator@3", "spark.sparkyard.chaos.plan"),
+        (
+            "spark.sparkyard.chaos.plan=*/allocator",
+            "spark.sparkyard.chaos.plan",
+        ),
+        (
+            "spark.sparkyard.chaos.plan=allocator@3",
+            "spark.sparkyard.chaos.plan",
+        ),
         ("spark.sparkyard.chaos.seed=seven", "spark.sparkyard.chaos.seed"),
     ] {
         let (code, _, err) = sparkyard(&[

@@ -23,6 +23,7 @@
 //! than `spark.sparkyard.supervisor.maxRestarts` within the period and `/submit` gives up:
 //! the `sparkyard submit` command then ends with one line saying so and exit status 1.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -300,6 +301,7 @@ impl SparkSubmit {
             primary_resource: self.plan.args.primary_resource.clone().unwrap_or_default(),
             app: Mutex::new(None),
             final_report: Mutex::new(None),
+            stopping: Arc::new(AtomicBool::new(false)),
         });
         let cancel = CancelToken::new();
         {
@@ -514,6 +516,9 @@ pub struct ClientModeLauncher {
     primary_resource: String,
     app: Mutex<Option<ApplicationId>>,
     final_report: Mutex<Option<ApplicationReport>>,
+    /// The SparkContext is stopping: the application's end is expected from now on
+    /// (YarnClientSchedulerBackend.stop stops its monitor thread first).
+    stopping: Arc<AtomicBool>,
 }
 
 impl ClientModeLauncher {
@@ -584,12 +589,14 @@ impl ClientLauncher for ClientModeLauncher {
         let (app_id, _) = started;
         *self.app.lock().unwrap_or_else(|p| p.into_inner()) = Some(app_id);
         tracing::info!(app_id = %app_id, "Application {app_id} has started running.");
-        // The "Yarn application state monitor": if the application ends while the driver
-        // runs, the driver is told to stop.
+        // The "Yarn application state monitor": if the application ends, in any state, while
+        // the driver runs (not stopping), the driver is told to stop, as Spark's MonitorThread
+        // stops the SparkContext ("YARN application has exited unexpectedly").
         let cancel = env.cancel.clone();
+        let stopping = self.stopping.clone();
         env.cluster.spawn_task(async move {
             let report = monitor_application(&rm, app_id, interval, false).await;
-            if !cancel.is_cancelled() && report.state != YarnApplicationState::Finished {
+            if !cancel.is_cancelled() && !stopping.load(Ordering::Acquire) {
                 tracing::error!(app_id = %app_id, "Yarn application has already exited with state {}!", report.state);
                 cancel.cancel(format!("the YARN application ended with state {}", report.state));
             }
@@ -598,6 +605,7 @@ impl ClientLauncher for ClientModeLauncher {
     }
 
     fn stopped(&self, env: &AppEnv, driver: &DriverPaths) {
+        self.stopping.store(true, Ordering::Release);
         let yse: EndpointRef<YarnSchedulerEndpoint> = env.cluster.endpoint(&driver.yarn_scheduler);
         let _ = yse.tell(Shutdown { exit_code: 0 });
         let app = *self.app.lock().unwrap_or_else(|p| p.into_inner());
