@@ -88,7 +88,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a call keeps retrying while the ResourceManager does not answer (Hadoop's RM
 /// proxy does the same, for `yarn.resourcemanager.connect.max-wait.ms`).
-pub const RM_RETRY_LIMIT: Duration = Duration::from_secs(10);
+pub const RM_RETRY_LIMIT: Duration = Duration::from_secs(5);
 /// The first pause between retries; it doubles up to [`RM_RETRY_MAX_PAUSE`].
 const RM_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(10);
 const RM_RETRY_MAX_PAUSE: Duration = Duration::from_millis(500);
