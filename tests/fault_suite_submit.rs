@@ -6,7 +6,8 @@
 //! still ends SUCCEEDED, the exact result is printed (as in a clean run), exit 0, and the
 //! records show the injection, the failure, the restart and a task finishing after the kill;
 //! there is one application, never a second submission. Killed beyond `/submit`'s restart
-//! intensity, the command ends with one line saying the submit side gave up, exit 1.
+//! intensity, the command ends with one line saying the submit side gave up, exit 1. And the
+//! Client follows its application through ResourceManager restarts (its asks are retried).
 
 mod common;
 
@@ -251,4 +252,29 @@ fn client_killed_beyond_intensity_ends_submit_with_one_line() {
 #[test]
 fn spark_submit_killed_beyond_intensity_ends_submit_with_one_line() {
     killed_beyond_intensity("cluster", "/submit/spark-submit");
+}
+
+#[test]
+fn the_client_follows_its_application_through_resource_manager_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = submit(
+        dir.path(),
+        "cluster",
+        &["spark.sparkyard.chaos.plan=/node/rm@5,/node/rm@10:panic"],
+        PI,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(result_lines(&o.stdout), result_lines(clean("cluster")));
+    for line in [
+        "sparkyard submit: chaos: killed (stop) /node/rm (incarnation 1) after 5 finished tasks",
+        "sparkyard submit: chaos: killed (panic) /node/rm (incarnation 2) after 10 finished tasks",
+    ] {
+        assert!(o.stderr.contains(line), "{line}: {}", o.stderr);
+    }
+    let recs = records(dir.path(), &[]);
+    // The Client itself was never restarted: the RM's restarts cost it retries only.
+    assert!(!recs
+        .iter()
+        .any(|r| r["actor"] == "/submit/client" && r["event"] == "actor_failed"));
+    assert_one_submission(dir.path(), &recs);
 }

@@ -478,6 +478,9 @@ pub async fn monitor_application(
     once: bool,
 ) -> ApplicationReport {
     let mut last: Option<(YarnApplicationState, FinalApplicationStatus)> = None;
+    // Since when the RM has refused reports (a stopping RM answers its waiting reports with
+    // an error; its next incarnation answers them again).
+    let mut refusing_since: Option<Instant> = None;
     loop {
         let wait = last
             .filter(|_| !once)
@@ -488,7 +491,24 @@ pub async fn monitor_application(
                 tracing::error!(app_id = %app_id, "Application {app_id} not found.");
                 return killed_report(app_id, "Application not found.");
             }
-            Ok(Err(e)) => return failed_report(app_id, &e.to_string()),
+            Ok(Err(e)) => {
+                let since = match refusing_since {
+                    Some(since) => since,
+                    None => {
+                        tracing::warn!(
+                            app_id = %app_id,
+                            "The ResourceManager refused the report of {app_id} ({e}); asking again for up to {}",
+                            humantime::format_duration(RM_RETRY_LIMIT)
+                        );
+                        *refusing_since.insert(Instant::now())
+                    }
+                };
+                if since.elapsed() >= RM_RETRY_LIMIT {
+                    return failed_report(app_id, &e.to_string());
+                }
+                tokio::time::sleep(RM_RETRY_FIRST_PAUSE).await;
+                continue;
+            }
             Err(e) => {
                 tracing::error!(app_id = %app_id, "Failed to contact YARN for application {app_id}: {e}");
                 return failed_report(
@@ -497,6 +517,7 @@ pub async fn monitor_application(
                 );
             }
         };
+        refusing_since = None;
         let key = (report.state, report.final_status);
         tracing::info!(
             app_id = %app_id,
