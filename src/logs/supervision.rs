@@ -11,7 +11,9 @@
 //!   ("child X ended (…); one_for_one restarts X"), a child that ended abnormally and is not
 //!   restarted, and `supervisor_escalated`;
 //! - a new incarnation: `actor_restarted`;
-//! - a peer noticing a silent one: `executor_expired`, and `task_lost`.
+//! - a peer noticing a silent one: `executor_expired`, and `task_lost`;
+//! - with `--app`, the ResourceManager's warnings and errors about the application (an AM
+//!   container that exited fails its attempt; the next attempt is YARN's recovery).
 //!
 //! With `--app`, the application's own records (its containers' files, and records of the
 //! node's files that carry its `app_id`) come with the records that concern it from the
@@ -65,6 +67,13 @@ pub fn is_supervision_record(record: &Value) -> bool {
         return false;
     }
     field("strategy").is_some() || field("reason").is_some_and(abnormal_reason)
+}
+
+/// Whether `record` is a warning or error of the ResourceManager (YARN's own supervision of
+/// an application: an AM container that exited fails its attempt).
+fn is_rm_warning(record: &Value) -> bool {
+    let field = |k: &str| record.get(k).and_then(Value::as_str);
+    field("actor_type") == Some("ResourceManager") && matches!(field("level"), Some("WARN" | "ERROR"))
 }
 
 /// One selected record.
@@ -253,7 +262,8 @@ pub fn run(
             if own {
                 span.note(&record, time);
             }
-            if is_supervision_record(&record) && node_filter.matches(&record, raw) {
+            let wanted = is_supervision_record(&record) || (own && is_rm_warning(&record));
+            if wanted && node_filter.matches(&record, raw) {
                 found.push(Found {
                     time,
                     order: (index, line),
@@ -316,7 +326,9 @@ pub fn format_line(record: &Value) -> String {
     let field = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or("");
     let what = match field("event") {
         "" if record.get("strategy").is_some() => "supervisor_decision",
-        "" => "supervisor",
+        "" if record.get("child").is_some() => "supervisor",
+        "" if field("level") == "ERROR" => "rm_error",
+        "" => "rm_warning",
         e => e,
     };
     let actor = match field("actor") {
@@ -327,7 +339,7 @@ pub fn format_line(record: &Value) -> String {
         Some(Value::Number(n)) => format!("#{n}"),
         _ => String::new(),
     };
-    let mut detail = field("msg").to_string();
+    let mut detail = field("msg").split_whitespace().collect::<Vec<_>>().join(" ");
     let by = field("by");
     if !by.is_empty() && !detail.contains(by) {
         detail.push_str(&format!(" (by {by})"));
