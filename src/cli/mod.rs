@@ -156,11 +156,14 @@ enum ChaosAction {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         delay: Option<Duration>,
     },
-    /// Run a seeded random plan of kills; the same seed gives the same plan.
+    /// Run a seeded random plan of kills in the node: spark.sparkyard.chaos.kills kills (3) of
+    /// actors drawn from spark.sparkyard.chaos.targets (every killable actor of a node), at
+    /// moments drawn from the duration; the same seed gives the same plan.
     Plan {
+        /// The plan's seed.
         #[arg(long)]
         seed: u64,
-        /// How long the plan runs.
+        /// How long the plan runs (its kills fall within it).
         #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
         duration: Duration,
     },
