@@ -1,5 +1,6 @@
 //! The command line: bad input ends with one line naming the problem and a non-zero status,
-//! never a panic; commands whose part of the system is not built yet say so.
+//! never a panic; commands whose part of the system is not built yet say so; the live
+//! node's controls and the chaos settings refuse bad input with one line.
 
 use std::process::Command;
 
@@ -223,16 +224,89 @@ fn help_and_version() {
 }
 
 #[test]
-fn roles_not_built_yet_say_so_and_exit_3() {
+fn controls_without_a_node_or_with_bad_input_are_one_line_errors() {
+    // Port 1: nothing listens there.
+    let nowhere = "yarn.resourcemanager.address=127.0.0.1:1";
     for args in [
-        vec!["actors"],
-        vec!["chaos", "kill", "*/allocator"],
-        vec!["chaos", "plan", "--seed", "1", "--for", "10s"],
+        vec!["actors", "--conf", nowhere],
+        vec!["chaos", "kill", "*/allocator", "--conf", nowhere],
+        vec!["chaos", "--conf", nowhere, "plan", "--seed", "1", "--for", "10s"],
+        vec!["chaos", "partition", "/node/rm", "--for", "1s", "--conf", nowhere],
     ] {
         let (code, _, err) = sparkyard(&args);
-        assert_eq!(code, 3, "{args:?}");
-        assert!(one_error_line(&err).contains("not built yet"), "{args:?}: {err}");
+        assert_eq!(code, 1, "{args:?}");
+        let line = one_error_line(&err);
+        assert!(
+            line.contains("cannot connect") && line.contains("127.0.0.1:1"),
+            "{args:?}: {err}"
+        );
     }
+    // A malformed pattern is refused before any node is asked.
+    let (code, _, err) = sparkyard(&["chaos", "kill", "allocator", "--conf", nowhere]);
+    assert_eq!(code, 1);
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("'allocator'") && line.contains("malformed"),
+        "{line}"
+    );
+    let (code, _, err) = sparkyard(&["chaos", "kill", "*/allocator", "--after", "soon"]);
+    assert_eq!(code, 1);
+    assert!(one_error_line(&err).contains("'soon' is not a duration"), "{err}");
+    let (code, _, err) = sparkyard(&["actors", "--app", "app_1", "--conf", nowhere]);
+    assert_eq!(code, 1);
+    assert!(one_error_line(&err).contains("--app"), "{err}");
+    let (code, _, err) = sparkyard(&["actors", "--conf", "yarn.resourcemanager.address=127.0.0.1:0"]);
+    assert_eq!(code, 1);
+    assert!(one_error_line(&err).contains("port 0"), "{err}");
+}
+
+#[test]
+fn bad_chaos_settings_on_submit_name_the_key() {
+    let cd = config_dir();
+    for (setting, key) in [
+        (
+            "spark.sparkyard.chaos.plan=*/allocator",
+            "spark.sparkyard.chaos.plan",
+        ),
+        (
+            "spark.sparkyard.chaos.plan=allocator@3",
+            "spark.sparkyard.chaos.plan",
+        ),
+        ("spark.sparkyard.chaos.seed=seven", "spark.sparkyard.chaos.seed"),
+    ] {
+        let (code, _, err) = sparkyard(&[
+            "submit",
+            "--config-dir",
+            &cd,
+            "--conf",
+            setting,
+            "--class",
+            "sparkyard.examples.DriverTest",
+            "x.jar",
+        ]);
+        assert_eq!(code, 1, "{setting}");
+        assert!(one_error_line(&err).contains(key), "{setting}: {err}");
+    }
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &cd,
+        "--master",
+        "yarn",
+        "--deploy-mode",
+        "cluster",
+        "--conf",
+        "spark.sparkyard.chaos.seed=7",
+        "--class",
+        "sparkyard.examples.DriverTest",
+        "x.jar",
+    ]);
+    assert_eq!(code, 1);
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("spark.sparkyard.chaos.seed") && line.contains("sparkyard chaos"),
+        "{line}"
+    );
 }
 
 #[test]

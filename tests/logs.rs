@@ -199,3 +199,147 @@ async fn sparkyard_logs_reads_and_filters_a_run() {
         "{err}"
     );
 }
+
+/// (The two writers below use the real clock: the records' times order the story.)
+///
+/// A second process sharing the log directory: its own cluster id, a submit side whose
+/// client is killed; none of it concerns the first run's application.
+async fn write_other_submit(dir: &Path) {
+    let cluster = Cluster::builder()
+        .id("submit-other")
+        .log_dir(dir)
+        .node("host0")
+        .build()
+        .unwrap();
+    let journal = Journal::default();
+    let spec = SupervisorSpec::new(Strategy::OneForOne).child(probe_spec("client", &journal));
+    cluster.start_root("submit", spec).unwrap();
+    eventually("client started", || journal.lines().len() == 1).await;
+    cluster
+        .kill("/submit/client", KillMode::Stop, "other-test")
+        .unwrap();
+    eventually("client restarted", || {
+        cluster.registry().incarnation(&path("/submit/client")) == Some(2)
+    })
+    .await;
+    cluster.shutdown(Duration::from_secs(5)).await;
+}
+
+/// The run of [`write_run`] with a submit side in the same process (cluster) whose client
+/// is killed too, and a kill of the RM while the application runs.
+async fn write_supervision_run(dir: &Path) {
+    sparkyard::logs::init_for_tests();
+    let cluster = Cluster::builder()
+        .id("submit-same")
+        .log_dir(dir)
+        .node("host0")
+        .build()
+        .unwrap();
+    let journal = Journal::default();
+    let j = journal.clone();
+    let container = ChildSpec::supervisor(AM_CONTAINER, move || {
+        SupervisorSpec::new(Strategy::OneForOne).child(probe_spec("allocator", &j))
+    })
+    .ids(LogIds::default().app(APP).attempt(1).container(AM_CONTAINER));
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .child(probe_spec("rm", &journal))
+        .child(container);
+    cluster.start_root("node", spec).unwrap();
+    let submit = SupervisorSpec::new(Strategy::OneForOne).child(probe_spec("client", &journal));
+    cluster.start_root("submit", submit).unwrap();
+    eventually("all started", || journal.lines().len() == 3).await;
+    let steps = [
+        (format!("/node/{AM_CONTAINER}/allocator"), KillMode::Panic),
+        ("/node/rm".to_string(), KillMode::Stop),
+        ("/submit/client".to_string(), KillMode::Stop),
+    ];
+    for (victim, mode) in &steps {
+        cluster.kill(victim, *mode, "supervision-test").unwrap();
+        eventually("restarted", || {
+            cluster.registry().incarnation(&path(victim)) == Some(2)
+        })
+        .await;
+    }
+    cluster.shutdown(Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn supervision_tells_what_was_killed_what_noticed_and_what_came_back() {
+    let dir = tempfile::tempdir().unwrap();
+    write_supervision_run(dir.path()).await;
+    write_other_submit(dir.path()).await;
+    let d = dir.path().to_str().unwrap();
+    let allocator = format!("/node/{AM_CONTAINER}/allocator");
+
+    // Everything, in time order, one readable line each.
+    let (code, out, err) = sparkyard(&["logs", "--log-dir", d, "--supervision"]);
+    assert_eq!(code, 0, "{err}");
+    let words: Vec<(String, String)> = out
+        .lines()
+        .map(|l| {
+            let mut w = l.split_whitespace().skip(1);
+            (w.next().unwrap().to_string(), w.next().unwrap().to_string())
+        })
+        .collect();
+    let expected = |a: &str| {
+        vec![
+            ("fault_injected".to_string(), format!("{a}#1")),
+            ("actor_failed".to_string(), format!("{a}#1")),
+            (
+                "supervisor_decision".to_string(),
+                format!("{}#1", a.rsplit_once('/').unwrap().0),
+            ),
+            ("actor_restarted".to_string(), format!("{a}#2")),
+        ]
+    };
+    let mut all = expected(&allocator);
+    all.extend(expected("/node/rm"));
+    all.extend(expected("/submit/client"));
+    all.extend(expected("/submit/client"));
+    assert_eq!(words, all, "{out}");
+    assert!(
+        out.contains("failed: panic: injected panic (fault injection by supervision-test)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("child allocator ended (panic: injected panic"),
+        "{out}"
+    );
+
+    // One application: its own records, the node's while it ran, its submit side; not the
+    // other process's submit side.
+    let (code, out, err) = sparkyard(&["logs", "--log-dir", d, "--app", APP, "--supervision", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let records: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 12, "{out}");
+    assert!(records.iter().all(|r| r["cluster"] == "submit-same"), "{out}");
+    for actor in [allocator.as_str(), "/node/rm", "/submit/client"] {
+        assert!(
+            records
+                .iter()
+                .any(|r| r["event"] == "actor_restarted" && r["actor"] == actor),
+            "{actor}: {out}"
+        );
+    }
+    let times: Vec<&str> = records.iter().map(|r| r["ts"].as_str().unwrap()).collect();
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert_eq!(times, sorted);
+
+    // --actor narrows it; --follow does not go with it; an unknown application is an error.
+    let (_, out, _) = sparkyard(&["logs", "--log-dir", d, "--supervision", "--actor", "/node/rm"]);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let (code, _, err) = sparkyard(&["logs", "--log-dir", d, "--supervision", "--follow"]);
+    assert_eq!(code, 1);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let (code, _, err) = sparkyard(&[
+        "logs",
+        "--log-dir",
+        d,
+        "--supervision",
+        "--app",
+        "application_1700000000000_0099",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no logs for application"), "{err}");
+}

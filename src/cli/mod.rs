@@ -9,9 +9,12 @@
 //! application that failed, was killed or ended undefined; 255 `submit` with no arguments at
 //! all (spark-submit's -1); 101 `submit` of a class that is not registered (client mode);
 //! 130 `submit` interrupted by Ctrl-C; 3 the command needs a part of sparkyard that is not
-//! built yet (it says which).
+//! built yet (it says which). `actors` and `chaos` talk to a running node ([`control`]);
+//! a node they cannot reach, a malformed pattern or one that matches no running actor is
+//! status 1.
 
 pub mod config;
+pub mod control;
 pub mod node;
 pub mod roles;
 pub mod submit;
@@ -60,9 +63,10 @@ enum Command {
     Node(NodeArgs),
     /// Read the structured logs, grouped per container as `yarn logs` prints them.
     Logs(LogsArgs),
-    /// Print a running node's supervision tree.
+    /// Print a running node's supervision tree: path, actor type, incarnation, restarts, status.
     Actors(ActorsArgs),
-    /// Inject faults into a running node: kill actors, partition them, run a seeded plan.
+    /// Inject faults into a running node: kill actors, partition them, run a seeded plan
+    /// (the node is found at yarn.resourcemanager.address).
     Chaos(ChaosArgs),
     /// The executor backend (CoarseGrainedExecutorBackend) as a NodeManager launches it
     /// (`sparkyard executor --help` lists its arguments).
@@ -89,10 +93,10 @@ enum Command {
 #[derive(Args, Debug, Clone, Default)]
 struct ConfArgs {
     /// Directory with spark-defaults.conf and yarn-site.conf [default: $SPARKYARD_CONF_DIR, else ./config].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     config_dir: Option<PathBuf>,
     /// A Spark or YARN configuration property, overriding the files; may be repeated.
-    #[arg(long = "conf", short = 'c', value_name = "KEY=VALUE")]
+    #[arg(long = "conf", short = 'c', value_name = "KEY=VALUE", global = true)]
     conf: Vec<String>,
 }
 
@@ -110,9 +114,12 @@ struct NodeArgs {
 
 #[derive(Args, Debug)]
 struct ActorsArgs {
-    /// Only the actors of this application.
+    /// Only the actors of this application (the subtrees of its containers).
     #[arg(long, value_name = "APP_ID")]
     app: Option<String>,
+    /// One JSON object per actor instead of the indented table.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     conf: ConfArgs,
 }
@@ -149,11 +156,14 @@ enum ChaosAction {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         delay: Option<Duration>,
     },
-    /// Run a seeded random plan of kills; the same seed gives the same plan.
+    /// Run a seeded random plan of kills in the node: spark.sparkyard.chaos.kills kills (3) of
+    /// actors drawn from spark.sparkyard.chaos.targets (every killable actor of a node), at
+    /// moments drawn from the duration; the same seed gives the same plan.
     Plan {
+        /// The plan's seed.
         #[arg(long)]
         seed: u64,
-        /// How long the plan runs.
+        /// How long the plan runs (its kills fall within it).
         #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
         duration: Duration,
     },
@@ -217,8 +227,8 @@ pub fn run(args: Vec<OsString>) -> i32 {
         Command::Submit { args } => submit::run(&args),
         Command::Node(args) => node(args),
         Command::Logs(args) => logs(args),
-        Command::Actors(args) => needs_running_node("sparkyard actors", &args.conf),
-        Command::Chaos(args) => needs_running_node("sparkyard chaos", &args.conf),
+        Command::Actors(args) => actors(args),
+        Command::Chaos(args) => chaos(args),
         Command::Executor { args } => role(roles::ROLE_EXECUTOR, &args),
         Command::ApplicationMaster { args } => role(roles::ROLE_APPLICATION_MASTER, &args),
         Command::ExecutorLauncher { args } => role(roles::ROLE_EXECUTOR_LAUNCHER, &args),
@@ -278,16 +288,56 @@ fn logs(args: LogsArgs) -> i32 {
     }
 }
 
-fn needs_running_node(who: &str, conf: &ConfArgs) -> i32 {
-    if let Err(e) = overrides(conf).and_then(|o| config::load(conf.config_dir.as_deref(), &o)) {
-        fail(who, &e);
-        return EXIT_BAD_INPUT;
+/// The configuration of a control command (`actors`, `chaos`), checked.
+fn control_conf(conf: &ConfArgs) -> Result<crate::conf::SparkConf, String> {
+    let loaded = overrides(conf).and_then(|o| config::load(conf.config_dir.as_deref(), &o))?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
     }
-    fail(
-        who,
-        "this talks to a running node over its control protocol, which is not built yet (run faults in-process with the runtime's Cluster::kill, partition and run_plan)",
-    );
-    EXIT_NOT_BUILT
+    Ok(loaded.conf)
+}
+
+fn actors(args: ActorsArgs) -> i32 {
+    const WHO: &str = "sparkyard actors";
+    let result = control_conf(&args.conf).and_then(|conf| {
+        let stdout = std::io::stdout();
+        control::actors(&conf, args.app.as_deref(), args.json, &mut stdout.lock())
+    });
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            fail(WHO, &e);
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+fn chaos(args: ChaosArgs) -> i32 {
+    const WHO: &str = "sparkyard chaos";
+    let command = match args.action {
+        ChaosAction::Kill { target, panic, after } => control::ChaosCommand::Kill { target, panic, after },
+        ChaosAction::Partition {
+            target,
+            duration,
+            delay,
+        } => control::ChaosCommand::Partition {
+            target,
+            duration,
+            delay,
+        },
+        ChaosAction::Plan { seed, duration } => control::ChaosCommand::Plan { seed, duration },
+    };
+    let result = control_conf(&args.conf).and_then(|conf| {
+        let stdout = std::io::stdout();
+        control::chaos(&conf, command, &mut stdout.lock())
+    });
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            fail(WHO, &e);
+            EXIT_BAD_INPUT
+        }
+    }
 }
 
 /// A container role run by hand: its arguments are parsed exactly as a NodeManager parses
@@ -322,6 +372,17 @@ fn role(name: &str, args: &[String]) -> i32 {
             EXIT_NOT_BUILT
         }
     }
+}
+
+/// The cluster id of a command's process (`node-<pid>-<start>`, `submit-<pid>-<start>`):
+/// every record carries it, so the records of different processes sharing a log directory
+/// (a node and the submissions to it, runs one after another) stay apart.
+pub fn process_cluster_id(command: &str) -> String {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("{command}-{}-{start}", std::process::id())
 }
 
 /// This machine's host name (`HOSTNAME`, else /etc/hostname, else `localhost`).

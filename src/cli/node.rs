@@ -28,7 +28,11 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
     let hostname = super::local_hostname();
     let system = actix::System::new();
     system.block_on(async move {
-        let cluster = Cluster::builder().log_dir(&log_dir).node(&hostname).build()?;
+        let cluster = Cluster::builder()
+            .id(&super::process_cluster_id("node"))
+            .log_dir(&log_dir)
+            .node(&hostname)
+            .build()?;
         // Handle Ctrl-C and SIGTERM from before the readiness line on.
         let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
         start_node(&cluster, &conf, &nodes, &hostname, Some(Arc::new(listener)))?;

@@ -7,6 +7,13 @@
 //! `local-cluster[N,C,M]` against an embedded all-in-one cluster in this process, with
 //! `yarn` against the ResourceManager of a running `sparkyard node` at
 //! `yarn.resourcemanager.address`. Ctrl-C kills the application.
+//!
+//! On the embedded cluster, `spark.sparkyard.chaos.plan` or `spark.sparkyard.chaos.seed`
+//! (see [`crate::chaos`]) runs a fault plan from the moment the application is submitted,
+//! its kills fired by job progress: the planned kills are printed on stderr at the start and
+//! what each did at the end. If `/submit` gives up (its children, SparkSubmit and the
+//! Client, were restarted more often than its intensity allows), the command ends with one
+//! line saying so and exit status 1.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,11 +26,15 @@ use super::config;
 use super::{fail, EXIT_BAD_INPUT, EXIT_OK};
 use crate::conf::{self, SparkConf};
 use crate::deploy::client::RmConnection;
-use crate::deploy::spark_submit::{Interrupt, SparkSubmit, SubmitPlan};
+use crate::deploy::spark_submit::{Interrupt, SparkSubmit, SubmitPlan, SubmitState};
 use crate::deploy::spark_submit_arguments::{
     self as ssa, SparkSubmitAction, SparkSubmitArguments, SubmitArgsError,
 };
-use crate::runtime::{ActorPath, ChildSpec, Cluster, Restart, Strategy, SupervisorSpec};
+use crate::runtime::fault::PlanRun;
+use crate::runtime::{
+    ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, Supervision,
+    SupervisorSpec,
+};
 use crate::yarn::node::{rm_path, start_node, wait_ready};
 use crate::yarn::resource_manager::ResourceManager;
 
@@ -54,7 +65,14 @@ pub fn run(args: &[String]) -> i32 {
     if parsed.verbose {
         print_verbose(&parsed, &conf);
     }
-    match execute(parsed, conf) {
+    let chaos = match chaos_plan(&parsed, &conf) {
+        Ok(plan) => plan,
+        Err(e) => {
+            fail(WHO, &e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match execute(parsed, conf, chaos) {
         Ok(code) => code,
         Err(e) => {
             fail(WHO, &e);
@@ -91,14 +109,113 @@ fn target(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Target, Str
     }
 }
 
+/// The fault plan of `spark.sparkyard.chaos.*`, checked: only a submission to the embedded
+/// cluster runs one (against a running node, `sparkyard chaos` does).
+fn chaos_plan(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Option<FaultPlan>, String> {
+    let plan = crate::chaos::plan_from_conf(conf)?;
+    if plan.is_some() && parsed.master.as_deref() == Some("yarn") {
+        let key = if conf.get_str(conf::CHAOS_PLAN.name()).is_some() {
+            conf::CHAOS_PLAN.name()
+        } else {
+            conf::CHAOS_SEED.name()
+        };
+        return Err(format!(
+            "{key} runs a fault plan in the embedded cluster, not in a running node (use 'sparkyard chaos' against the node, or submit without --master yarn)"
+        ));
+    }
+    if plan.is_some() && parsed.action != SparkSubmitAction::Submit {
+        return Ok(None);
+    }
+    Ok(plan)
+}
+
+const CHAOS: &str = "sparkyard submit: chaos:";
+
+/// Prints the planned kills on stderr and starts the plan on `cluster`.
+fn start_chaos(cluster: &Cluster, plan: FaultPlan) -> (FaultPlan, PlanRun) {
+    let what = match plan.seed {
+        Some(seed) => format!("seeded plan (seed {seed})"),
+        None => "plan".to_string(),
+    };
+    eprintln!(
+        "{CHAOS} {what} of {} kill{} on the embedded cluster:",
+        plan.faults.len(),
+        if plan.faults.len() == 1 { "" } else { "s" }
+    );
+    for line in crate::chaos::describe(&plan) {
+        eprintln!("{CHAOS}   {line}");
+    }
+    let run = cluster.run_plan(plan.clone(), "spark.sparkyard.chaos");
+    (plan, run)
+}
+
+/// Prints what each planned kill did.
+fn report_chaos(plan: &FaultPlan, run: &PlanRun) {
+    let outcomes = run.outcomes();
+    for outcome in &outcomes {
+        let f = &outcome.fault;
+        if outcome.killed.is_empty() {
+            eprintln!(
+                "{CHAOS} skipped {} {} {}: nothing matched",
+                f.mode, f.target, f.when
+            );
+        }
+        for k in &outcome.killed {
+            eprintln!(
+                "{CHAOS} killed ({}) {} (incarnation {}) {}",
+                f.mode, k.path, k.incarnation, f.when
+            );
+        }
+    }
+    for f in plan.faults.iter().skip(outcomes.len()) {
+        eprintln!(
+            "{CHAOS} not fired: {} {} {} (the run ended first)",
+            f.mode, f.target, f.when
+        );
+    }
+}
+
+/// Waits until the root at `path` ends; answers how (real time, no bound: the caller races
+/// it against the outcome).
+async fn root_ended(cluster: &Cluster, path: &ActorPath) -> ExitReason {
+    loop {
+        match cluster.wait_ended(path, Duration::from_secs(3600)).await {
+            Some(reason) => return reason,
+            None if !cluster.registry().contains(path) => {
+                return ExitReason::Aborted {
+                    message: "it ended".into(),
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+/// The one line for a submit side that gave up.
+fn gave_up_message(reason: &ExitReason, app: Option<String>, remote: bool) -> String {
+    let why = match reason {
+        ExitReason::Escalated { message } => message.clone(),
+        other => other.to_string(),
+    };
+    let app_note = match (app, remote) {
+        (Some(app), true) => format!(
+            "; application {app} may still be running in the node (sparkyard submit --master yarn --status {app})"
+        ),
+        (Some(app), false) => format!("; application {app} was killed with the embedded cluster"),
+        (None, _) => String::new(),
+    };
+    format!("the submit side gave up: /submit {why}{app_note}")
+}
+
 /// Runs the command line's action in an actor system; answers the exit status.
-fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String> {
+fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPlan>) -> Result<i32, String> {
     let target = target(&parsed, &conf)?;
     let log_dir = crate::logs::reader::resolve_log_dir(parsed.log_dir.as_deref().map(Path::new));
     let conf = Arc::new(conf);
     let system = actix::System::new();
     system.block_on(async move {
         let cluster = Cluster::builder()
+            .id(&super::process_cluster_id("submit"))
             .log_dir(&log_dir)
             .node(&super::local_hostname())
             .build()?;
@@ -111,6 +228,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String>
             }
             Target::Node(addr) => (RmConnection::remote(addr), None),
         };
+        let embedded_rm = local_rm.clone().map(RmConnection::Local);
         let (tx, rx) = oneshot::channel();
         let plan = Arc::new(SubmitPlan {
             args: parsed,
@@ -119,11 +237,19 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String>
             local_rm,
             done: Arc::new(Mutex::new(Some(tx))),
         });
-        let spec = SupervisorSpec::new(Strategy::OneForOne).child(
-            ChildSpec::worker("spark-submit", move |_, me| SparkSubmit::new(me, plan.clone()))
-                .restart(Restart::Temporary),
-        );
-        cluster.start_root("submit", spec).map_err(|e| e.to_string())?;
+        let state = Kept::<SubmitState>::default();
+        let kept = state.clone();
+        let supervision = Supervision::from_conf(&conf).map_err(|e| e.to_string())?;
+        let spec = SupervisorSpec::new(Strategy::OneForOne)
+            .supervision(&supervision)
+            .child(
+                ChildSpec::worker("spark-submit", move |_, me| {
+                    SparkSubmit::restartable(me, plan.clone(), kept.clone())
+                })
+                .restart(Restart::Transient),
+            );
+        let chaos = chaos.map(|p| start_chaos(&cluster, p));
+        let root = cluster.start_root("submit", spec).map_err(|e| e.to_string())?;
         let submit = cluster.endpoint::<SparkSubmit>(&ActorPath::from_trusted("/submit/spark-submit".into()));
         match super::node::Signals::install() {
             Ok(mut signals) => {
@@ -137,9 +263,37 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf) -> Result<i32, String>
             }
             Err(e) => tracing::warn!("cannot install signal handlers: {e}; Ctrl-C will not kill the application"),
         }
-        let code = rx.await.unwrap_or(1);
+        let remote = matches!(target, Target::Node(_));
+        // Polled from the start, so it holds the root's incarnation and can tell how it
+        // ended even when the outcome's sender goes first (dropped with /submit).
+        let ended = root_ended(&cluster, &root);
+        tokio::pin!(ended);
+        let (code, reason) = tokio::select! {
+            biased;
+            code = rx => match code {
+                Ok(code) => (Some(code), None),
+                // The sender went with /submit: it gave up.
+                Err(_) => (None, Some(ended.await)),
+            },
+            reason = &mut ended => (None, Some(reason)),
+        };
+        let app = state.lock().app_id();
+        let gave_up = reason.map(|reason| gave_up_message(&reason, app.map(|a| a.to_string()), remote));
+        // The embedded cluster ends with this process: an application whose submit side gave
+        // up is killed first, so it ends KILLED rather than cut off.
+        if let (Some(_), Some(app), Some(rm)) = (&gave_up, app, &embedded_rm) {
+            let kill = rm.kill(app, "the submit side gave up (sparkyard submit)");
+            let _ = tokio::time::timeout(Duration::from_secs(5), kill).await;
+        }
         cluster.shutdown(Duration::from_secs(10)).await;
-        Ok(code)
+        if let Some((plan, run)) = &chaos {
+            report_chaos(plan, run);
+        }
+        // The last line: the records already tell the escalation.
+        if let Some(message) = &gave_up {
+            fail(WHO, message);
+        }
+        Ok(code.unwrap_or(1))
     })
 }
 

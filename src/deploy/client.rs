@@ -14,10 +14,20 @@
 //! from its node and printed after the final report.
 //!
 //! The ResourceManager is reached through an [`RmConnection`]: in-process for the embedded
-//! cluster, over TCP for a running `sparkyard node`.
+//! cluster, over TCP for a running `sparkyard node`. A call the ResourceManager does not
+//! answer (it is restarting: the ask fails with Died, a lookup or a time-out; or the
+//! connection to the node was lost) is retried for up to [`RM_RETRY_LIMIT`], as Hadoop's RM
+//! proxy retries, so a ResourceManager restart does not fail a submission or a follow.
+//!
+//! The Client actor restarts in place (`Transient`) with what its supervisor keeps
+//! ([`ClientState`]): the application id from GetNewApplication on, the submission context
+//! until the RM has accepted it, and the outcome. A restarted Client never submits a second
+//! application: it re-submits the same context if the acceptance was not confirmed (an
+//! "already present" answer means an earlier incarnation's submission got there), or just
+//! asks the RM for the report again and follows the application to its end.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
@@ -27,7 +37,7 @@ use crate::cli::roles::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LA
 use crate::conf::{self, SparkConf};
 use crate::rpc::tcp::ClientConnection;
 use crate::rpc::EndpointRef;
-use crate::runtime::{ActorPath, ExitReason, Me};
+use crate::runtime::{ActorPath, ExitReason, Kept, Me};
 use crate::yarn::client_service;
 use crate::yarn::protocol::*;
 use crate::yarn::records::*;
@@ -52,8 +62,17 @@ pub enum RmConnection {
     /// A running `sparkyard node`, over TCP.
     Remote {
         addr: String,
-        conn: Arc<tokio::sync::Mutex<Option<ClientConnection>>>,
+        conn: Arc<tokio::sync::Mutex<RemoteSlot>>,
     },
+}
+
+/// The connection of a [`RmConnection::Remote`], made on first use and again after a loss.
+#[derive(Debug, Default)]
+pub struct RemoteSlot {
+    conn: Option<ClientConnection>,
+    /// A connection was made once: a later failure to connect is the node going away for a
+    /// moment, retried; a first one is a node that is not there, reported at once.
+    connected_once: bool,
 }
 
 impl std::fmt::Debug for RmConnection {
@@ -67,39 +86,106 @@ impl std::fmt::Debug for RmConnection {
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a call keeps retrying while the ResourceManager does not answer (Hadoop's RM
+/// proxy does the same, for `yarn.resourcemanager.connect.max-wait.ms`).
+pub const RM_RETRY_LIMIT: Duration = Duration::from_secs(5);
+/// The first pause between retries; it doubles up to [`RM_RETRY_MAX_PAUSE`].
+const RM_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(10);
+const RM_RETRY_MAX_PAUSE: Duration = Duration::from_millis(500);
+
+/// One try of a call: an answer, a failure worth retrying, or a final one. (Short-lived,
+/// like the answer it carries, so not boxed.)
+#[allow(clippy::large_enum_variant)]
+enum Try {
+    Answer(ClientResponse),
+    Retry(String),
+    Fail(String),
+}
+
 impl RmConnection {
     /// A connection to the node at `addr` (connected on first use).
     pub fn remote(addr: &str) -> RmConnection {
         RmConnection::Remote {
             addr: addr.to_string(),
-            conn: Arc::new(tokio::sync::Mutex::new(None)),
+            conn: Arc::new(tokio::sync::Mutex::new(RemoteSlot::default())),
         }
     }
 
-    /// One ApplicationClientProtocol call.
+    /// One ApplicationClientProtocol call, retried for up to [`RM_RETRY_LIMIT`] while the
+    /// ResourceManager does not answer.
     pub async fn call(&self, request: ClientRequest, extra_wait: Duration) -> Result<ClientResponse, String> {
+        self.call_retrying(request, extra_wait).await.map(|(r, _)| r)
+    }
+
+    /// [`RmConnection::call`], also telling whether a try failed before the answer came (the
+    /// request may then have been carried out by the ResourceManager already).
+    async fn call_retrying(
+        &self,
+        request: ClientRequest,
+        extra_wait: Duration,
+    ) -> Result<(ClientResponse, bool), String> {
+        let deadline = Instant::now() + RM_RETRY_LIMIT;
+        let mut pause = RM_RETRY_FIRST_PAUSE;
+        let mut retried = false;
+        loop {
+            let problem = match self.try_once(request.clone(), extra_wait).await {
+                Try::Answer(r) => {
+                    if retried {
+                        tracing::info!("The ResourceManager answered {} again", request.name());
+                    }
+                    return Ok((r, retried));
+                }
+                Try::Fail(e) => return Err(e),
+                Try::Retry(e) => e,
+            };
+            if Instant::now() + pause > deadline {
+                return Err(format!(
+                    "{problem} (retried for {})",
+                    humantime::format_duration(RM_RETRY_LIMIT)
+                ));
+            }
+            if !retried {
+                tracing::warn!(
+                    "The ResourceManager did not answer {} ({problem}); retrying for up to {}",
+                    request.name(),
+                    humantime::format_duration(RM_RETRY_LIMIT)
+                );
+            }
+            retried = true;
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(RM_RETRY_MAX_PAUSE);
+        }
+    }
+
+    async fn try_once(&self, request: ClientRequest, extra_wait: Duration) -> Try {
         match self {
-            RmConnection::Local(rm) => Ok(client_service::serve(rm, request, CALL_TIMEOUT).await),
+            RmConnection::Local(rm) => match client_service::serve(rm, request, CALL_TIMEOUT).await {
+                ClientResponse::Failed(e) => Try::Retry(e),
+                answer => Try::Answer(answer),
+            },
             RmConnection::Remote { addr, conn } => {
-                let mut guard = conn.lock().await;
-                if guard.is_none() {
-                    *guard = Some(
-                        ClientConnection::connect(addr, CALL_TIMEOUT)
-                            .await
-                            .map_err(|e| e.to_string())?,
-                    );
+                let mut slot = conn.lock().await;
+                if slot.conn.is_none() {
+                    match ClientConnection::connect(addr, CALL_TIMEOUT).await {
+                        Ok(c) => {
+                            slot.conn = Some(c);
+                            slot.connected_once = true;
+                        }
+                        Err(e) if slot.connected_once => return Try::Retry(e.to_string()),
+                        Err(e) => return Try::Fail(e.to_string()),
+                    }
                 }
-                let Some(c) = guard.as_mut() else {
-                    return Err(format!("no connection to {addr}"));
+                let Some(c) = slot.conn.as_mut() else {
+                    return Try::Fail(format!("no connection to {addr}"));
                 };
-                let result = c
-                    .call(request, CALL_TIMEOUT + extra_wait)
-                    .await
-                    .map_err(|e| e.to_string());
-                if result.is_err() {
-                    *guard = None;
+                match c.call(request, CALL_TIMEOUT + extra_wait).await {
+                    Ok(ClientResponse::Failed(e)) => Try::Retry(e),
+                    Ok(answer) => Try::Answer(answer),
+                    Err(e) => {
+                        slot.conn = None;
+                        Try::Retry(e.to_string())
+                    }
                 }
-                result
             }
         }
     }
@@ -116,14 +202,33 @@ impl RmConnection {
             other => Err(unexpected(other)),
         }
     }
+    /// Submits `ctx`. When a try failed before the answer, an "already present" refusal means
+    /// that try's submission got there: it counts as accepted.
     pub async fn submit(&self, ctx: ApplicationSubmissionContext) -> Result<(), String> {
-        match self
-            .call(
+        self.submit_again(ctx, false).await
+    }
+
+    /// [`RmConnection::submit`] of a context that may have been submitted before
+    /// (`maybe_submitted`): "already present" then counts as accepted too.
+    pub async fn submit_again(
+        &self,
+        ctx: ApplicationSubmissionContext,
+        maybe_submitted: bool,
+    ) -> Result<(), String> {
+        let app_id = ctx.app_id;
+        let (answer, retried) = self
+            .call_retrying(
                 ClientRequest::SubmitApplication(SubmitApplication(ctx)),
                 Duration::ZERO,
             )
-            .await?
-        {
+            .await?;
+        match answer {
+            ClientResponse::SubmitApplication(Err(YarnError::Other(m)))
+                if (retried || maybe_submitted) && m.contains("already present") =>
+            {
+                tracing::info!(app_id = %app_id, "Application {app_id} was already submitted; following it");
+                Ok(())
+            }
             ClientResponse::SubmitApplication(r) => r.map_err(|e| e.to_string()),
             other => Err(unexpected(other)),
         }
@@ -248,6 +353,19 @@ pub fn verdict(r: &ApplicationReport) -> Result<(), String> {
 
 /// submitApplication: answers the new application's id.
 pub async fn submit_application(rm: &RmConnection, args: &ClientArgs) -> Result<ApplicationId, String> {
+    let context = prepare_submission(rm, args).await?;
+    let app_id = context.app_id;
+    tracing::info!(app_id = %app_id, "Submitting application {app_id} to ResourceManager");
+    rm.submit(context).await?;
+    Ok(app_id)
+}
+
+/// submitApplication up to the submission itself: a new application id, the checks against
+/// the cluster's maximum, and the submission context.
+pub async fn prepare_submission(
+    rm: &RmConnection,
+    args: &ClientArgs,
+) -> Result<ApplicationSubmissionContext, String> {
     let conf = &args.conf;
     let nodes = rm.nodes().await?;
     tracing::info!(
@@ -349,9 +467,7 @@ pub async fn submit_application(rm: &RmConnection, args: &ClientArgs) -> Result<
         resource: Resource::new(am.total_mb(), am_cores),
         am_container_spec: spec,
     };
-    tracing::info!(app_id = %app_id, "Submitting application {app_id} to ResourceManager");
-    rm.submit(context).await?;
-    Ok(app_id)
+    Ok(context)
 }
 
 /// monitorApplication: follows `app_id` until it ends (or once, for fire-and-forget).
@@ -362,6 +478,9 @@ pub async fn monitor_application(
     once: bool,
 ) -> ApplicationReport {
     let mut last: Option<(YarnApplicationState, FinalApplicationStatus)> = None;
+    // Since when the RM has refused reports (a stopping RM answers its waiting reports with
+    // an error; its next incarnation answers them again).
+    let mut refusing_since: Option<Instant> = None;
     loop {
         let wait = last
             .filter(|_| !once)
@@ -372,7 +491,24 @@ pub async fn monitor_application(
                 tracing::error!(app_id = %app_id, "Application {app_id} not found.");
                 return killed_report(app_id, "Application not found.");
             }
-            Ok(Err(e)) => return failed_report(app_id, &e.to_string()),
+            Ok(Err(e)) => {
+                let since = match refusing_since {
+                    Some(since) => since,
+                    None => {
+                        tracing::warn!(
+                            app_id = %app_id,
+                            "The ResourceManager refused the report of {app_id} ({e}); asking again for up to {}",
+                            humantime::format_duration(RM_RETRY_LIMIT)
+                        );
+                        *refusing_since.insert(Instant::now())
+                    }
+                };
+                if since.elapsed() >= RM_RETRY_LIMIT {
+                    return failed_report(app_id, &e.to_string());
+                }
+                tokio::time::sleep(RM_RETRY_FIRST_PAUSE).await;
+                continue;
+            }
             Err(e) => {
                 tracing::error!(app_id = %app_id, "Failed to contact YARN for application {app_id}: {e}");
                 return failed_report(
@@ -381,6 +517,7 @@ pub async fn monitor_application(
                 );
             }
         };
+        refusing_since = None;
         let key = (report.state, report.final_status);
         tracing::info!(
             app_id = %app_id,
@@ -512,7 +649,7 @@ pub fn print_final_report(r: &ApplicationReport) {
     );
 }
 
-/// The Client's result, sent to the actor that started it.
+/// The Client's result, sent to SparkSubmit.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct ClientFinished(pub ClientOutcome);
@@ -522,14 +659,38 @@ pub struct ClientFinished(pub ClientOutcome);
 #[rtype(result = "()")]
 pub struct KillFollowedApplication;
 
-/// The Client actor: submits, follows, and tells `report_to` how it ended.
+/// What the Client keeps across its restarts (held by the child spec its supervisor owns).
+#[derive(Debug, Default)]
+pub struct ClientState {
+    /// The application this Client submits, from GetNewApplication's answer on.
+    pub app_id: Option<ApplicationId>,
+    /// Its submission context, until the ResourceManager has accepted it.
+    pub pending: Option<ApplicationSubmissionContext>,
+    /// The ResourceManager accepted the submission.
+    pub submitted: bool,
+    /// A kill was asked for (Ctrl-C); a restarted Client carries it out.
+    pub kill_requested: bool,
+    /// How the application ended, once the Client has judged it (SparkSubmit reads it when
+    /// the Client's message to it was lost to a restart).
+    pub outcome: Option<ClientOutcome>,
+}
+
+/// The Client actor: submits, follows, and tells SparkSubmit how it ended.
 pub struct Client {
     me: Me,
     rm: RmConnection,
     args: ClientArgs,
-    report_to: actix::Recipient<ClientFinished>,
-    app_id: Option<ApplicationId>,
-    kill_requested: bool,
+    state: Kept<ClientState>,
+    /// SparkSubmit's path (reached by path, so a restarted SparkSubmit gets the message).
+    report_to: ActorPath,
+}
+
+/// Where a Client starts: a new submission, one whose acceptance is not confirmed, or an
+/// application to follow.
+enum Start {
+    Submit,
+    Resubmit(Box<ApplicationSubmissionContext>),
+    Follow(ApplicationId),
 }
 
 impl Client {
@@ -537,20 +698,24 @@ impl Client {
         me: Me,
         rm: RmConnection,
         args: ClientArgs,
-        report_to: actix::Recipient<ClientFinished>,
+        state: Kept<ClientState>,
+        report_to: ActorPath,
     ) -> Self {
         Client {
             me,
             rm,
             args,
+            state,
             report_to,
-            app_id: None,
-            kill_requested: false,
         }
     }
 
     fn finish(&mut self, ctx: &mut Context<Self>, outcome: ClientOutcome) {
-        self.report_to.do_send(ClientFinished(outcome));
+        self.state.lock().outcome = Some(outcome.clone());
+        let _ = self
+            .me
+            .endpoint::<super::spark_submit::SparkSubmit>(&self.report_to)
+            .tell(ClientFinished(outcome));
         let me = self.me.clone();
         me.exit(ctx, ExitReason::Normal);
     }
@@ -567,43 +732,107 @@ impl Client {
             .into_actor(self),
         );
     }
+
+    fn follow(&mut self, ctx: &mut Context<Self>, app_id: ApplicationId) {
+        if self.state.lock().kill_requested {
+            self.kill(ctx, app_id);
+        }
+        let (rm, args) = (self.rm.clone(), self.args.clone());
+        ctx.spawn(
+            async move { follow_application(&rm, &args, app_id).await }
+                .into_actor(self)
+                .map(|outcome, act, ctx| act.finish(ctx, outcome)),
+        );
+    }
+}
+
+/// Submits as [`submit_application`] does, keeping the id and the context in `state` before
+/// the submission goes out, so a restart in between re-submits the same application.
+async fn submit_kept(
+    rm: &RmConnection,
+    args: &ClientArgs,
+    state: &Kept<ClientState>,
+) -> Result<ApplicationId, String> {
+    let context = prepare_submission(rm, args).await?;
+    let app_id = context.app_id;
+    {
+        let mut st = state.lock();
+        st.app_id = Some(app_id);
+        st.pending = Some(context.clone());
+    }
+    tracing::info!(app_id = %app_id, "Submitting application {app_id} to ResourceManager");
+    rm.submit(context).await?;
+    let mut st = state.lock();
+    st.submitted = true;
+    st.pending = None;
+    Ok(app_id)
 }
 
 impl Actor for Client {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let (rm, args) = (self.rm.clone(), self.args.clone());
+        let start = {
+            let st = self.state.lock();
+            if let Some(outcome) = st.outcome.clone() {
+                drop(st);
+                self.finish(ctx, outcome);
+                return;
+            }
+            match (st.app_id, st.submitted, st.pending.clone()) {
+                (Some(id), true, _) => Start::Follow(id),
+                (Some(_), false, Some(context)) => Start::Resubmit(Box::new(context)),
+                _ => Start::Submit,
+            }
+        };
+        if self.me.incarnation() > 1 {
+            match &start {
+                Start::Submit => {
+                    tracing::info!("Client restarted before it had an application id; submitting")
+                }
+                Start::Resubmit(c) => tracing::info!(
+                    app_id = %c.app_id,
+                    "Client restarted before the ResourceManager confirmed application {}; submitting the same application again",
+                    c.app_id
+                ),
+                Start::Follow(id) => tracing::info!(
+                    app_id = %id,
+                    "Client restarted; following application {id} again (no second submission)"
+                ),
+            }
+        }
+        let (rm, args, state) = (self.rm.clone(), self.args.clone(), self.state.clone());
         ctx.spawn(
-            async move { submit_application(&rm, &args).await }
-                .into_actor(self)
-                .map(|res, act, ctx| {
-                    let app_id = match res {
-                        Ok(id) => id,
-                        Err(e) => {
-                            let outcome = ClientOutcome {
-                                app_id: ApplicationId {
-                                    cluster_timestamp: 0,
-                                    id: 0,
-                                },
-                                report: None,
-                                verdict: Err(e),
-                            };
-                            act.finish(ctx, outcome);
-                            return;
-                        }
-                    };
-                    act.app_id = Some(app_id);
-                    if act.kill_requested {
-                        act.kill(ctx, app_id);
+            async move {
+                match start {
+                    Start::Follow(id) => Ok(id),
+                    Start::Resubmit(context) => {
+                        let id = context.app_id;
+                        rm.submit_again(*context, true).await?;
+                        let mut st = state.lock();
+                        st.submitted = true;
+                        st.pending = None;
+                        Ok(id)
                     }
-                    let (rm, args) = (act.rm.clone(), act.args.clone());
-                    ctx.spawn(
-                        async move { follow_application(&rm, &args, app_id).await }
-                            .into_actor(act)
-                            .map(|outcome, act, ctx| act.finish(ctx, outcome)),
-                    );
-                }),
+                    Start::Submit => submit_kept(&rm, &args, &state).await,
+                }
+            }
+            .into_actor(self)
+            .map(|res: Result<ApplicationId, String>, act, ctx| match res {
+                Ok(app_id) => act.follow(ctx, app_id),
+                Err(e) => {
+                    let app_id = act.state.lock().app_id.unwrap_or(ApplicationId {
+                        cluster_timestamp: 0,
+                        id: 0,
+                    });
+                    let outcome = ClientOutcome {
+                        app_id,
+                        report: None,
+                        verdict: Err(e),
+                    };
+                    act.finish(ctx, outcome);
+                }
+            }),
         );
     }
 }
@@ -612,8 +841,12 @@ impl Handler<KillFollowedApplication> for Client {
     type Result = ();
 
     fn handle(&mut self, _: KillFollowedApplication, ctx: &mut Context<Self>) {
-        self.kill_requested = true;
-        if let Some(app_id) = self.app_id {
+        let app_id = {
+            let mut st = self.state.lock();
+            st.kill_requested = true;
+            st.app_id.filter(|_| st.submitted)
+        };
+        if let Some(app_id) = app_id {
             self.kill(ctx, app_id);
         }
     }

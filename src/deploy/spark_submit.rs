@@ -9,7 +9,21 @@
 //! print its report. The outcome is the process's exit status: 0 on success, 1 when Spark
 //! would throw (the application failed, was killed, or its final status is undefined), the
 //! user's status for a client-mode SparkUserAppException, 130 after Ctrl-C.
+//!
+//! **Restarts.** SparkSubmit and the Client are `Transient` children of `/submit`: a kill
+//! restarts them in place, a normal end does not. What must survive is kept by the child
+//! specs ([`SubmitState`], [`ClientState`]). A restarted SparkSubmit does not start the
+//! action again: in cluster mode it reconciles with the Client it started (reads the
+//! outcome the Client kept, or watches the running Client, or waits for `/submit` to restart
+//! it, or starts it again with the same kept state when its supervisor no longer has it); in
+//! client mode the user's main keeps running (its cancellation does not belong to a
+//! SparkSubmit incarnation) and its outcome, kept too, is read by whichever incarnation
+//! runs when it ends. Messages to a dead incarnation are lost, so every result is kept
+//! before it is sent, and a new incarnation reads what it may have missed. More restarts
+//! than `spark.sparkyard.supervisor.maxRestarts` within the period and `/submit` gives up:
+//! the `sparkyard submit` command then ends with one line saying so and exit status 1.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,15 +32,18 @@ use tokio::sync::oneshot;
 
 use super::client::{
     format_report_details, monitor_application, print_final_report, submit_application, Client, ClientArgs,
-    ClientFinished, KillFollowedApplication, RmConnection,
+    ClientFinished, ClientOutcome, ClientState, KillFollowedApplication, RmConnection,
 };
 use super::spark_submit_arguments::{SparkSubmitAction, SparkSubmitArguments};
 use crate::conf::{self, SparkConf};
 use crate::context::{AppEnv, AppError, ClientLauncher, DriverMode, DriverPaths, OutputSink};
 use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
-use crate::runtime::supervisor::StartChild;
-use crate::runtime::{ActorPath, ChildSpec, Cluster, ExitReason, Me, Restart, Supervisor};
+use crate::runtime::supervisor::{StartChild, SupervisorError, WhichChildren};
+use crate::runtime::timers::run_later;
+use crate::runtime::{
+    ActorPath, CancelToken, ChildSpec, Cluster, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
+};
 use crate::scheduler::messages::Shutdown;
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use crate::yarn::protocol::ReportWait;
@@ -38,6 +55,12 @@ pub const CLASS_NOT_FOUND_EXIT_STATUS: i32 = 101;
 /// The exit status after Ctrl-C (SIGINT).
 pub const INTERRUPTED_EXIT_STATUS: i32 = 130;
 
+/// How often a restarted SparkSubmit looks again for a Client its supervisor is restarting.
+const CLIENT_RECHECK: Duration = Duration::from_millis(20);
+/// How long it waits for such a Client before it gives up (its supervisor restarts a child
+/// at once, or after a backoff of at most `spark.sparkyard.supervisor.maxBackoff`).
+const CLIENT_RECHECK_LIMIT: Duration = Duration::from_secs(30);
+
 /// What SparkSubmit runs.
 pub struct SubmitPlan {
     pub args: SparkSubmitArguments,
@@ -47,6 +70,30 @@ pub struct SubmitPlan {
     pub local_rm: Option<EndpointRef<ResourceManager>>,
     /// Where the exit status goes.
     pub done: Arc<Mutex<Option<oneshot::Sender<i32>>>>,
+}
+
+/// What SparkSubmit keeps across its restarts (held by its child spec).
+#[derive(Debug, Default)]
+pub struct SubmitState {
+    /// The action has begun: a new incarnation reconciles instead of beginning it again.
+    pub begun: bool,
+    /// Cluster mode: the Client's kept state, from the moment SparkSubmit asks for it.
+    pub client: Option<Kept<ClientState>>,
+    /// Client mode: the YARN side of the driver.
+    pub launcher: Option<Arc<ClientModeLauncher>>,
+    /// Client mode: the user main's cancellation (fires on Ctrl-C).
+    pub main_cancel: Option<CancelToken>,
+    /// Client mode: how the user's main ended, once it has.
+    pub main_outcome: Option<Result<(), AppError>>,
+    /// Ctrl-C was pressed.
+    pub interrupted: bool,
+}
+
+impl SubmitState {
+    /// The application the Client submitted, if it has one.
+    pub fn app_id(&self) -> Option<ApplicationId> {
+        self.client.as_ref().and_then(|c| c.lock().app_id)
+    }
 }
 
 /// Ctrl-C on `sparkyard submit`.
@@ -63,24 +110,34 @@ struct UserMainFinished(Result<(), AppError>);
 pub struct SparkSubmit {
     me: Me,
     plan: Arc<SubmitPlan>,
-    interrupted: bool,
-    client: Option<ActorPath>,
-    launcher: Option<Arc<ClientModeLauncher>>,
+    state: Kept<SubmitState>,
+    /// This incarnation reported the outcome.
+    finished: bool,
+    /// Checks of a missing Client so far (see [`CLIENT_RECHECK_LIMIT`]).
+    rechecks: u32,
 }
 
 impl SparkSubmit {
+    /// A SparkSubmit whose state is not kept: for a `Temporary` child, never restarted.
     pub fn new(me: Me, plan: Arc<SubmitPlan>) -> Self {
+        SparkSubmit::restartable(me, plan, Kept::default())
+    }
+
+    /// A SparkSubmit that keeps `state` across its restarts (the same `Kept` must be given
+    /// to every incarnation: capture it in the child spec's factory).
+    pub fn restartable(me: Me, plan: Arc<SubmitPlan>, state: Kept<SubmitState>) -> Self {
         SparkSubmit {
             me,
             plan,
-            interrupted: false,
-            client: None,
-            launcher: None,
+            state,
+            finished: false,
+            rechecks: 0,
         }
     }
 
     fn done(&mut self, ctx: &mut Context<Self>, code: i32) {
-        let code = if self.interrupted {
+        self.finished = true;
+        let code = if self.state.lock().interrupted {
             INTERRUPTED_EXIT_STATUS
         } else {
             code
@@ -97,6 +154,14 @@ impl SparkSubmit {
         id.parse::<ApplicationId>()
     }
 
+    fn supervisor_path(&self) -> ActorPath {
+        self.me.path().parent().unwrap_or_else(|| self.me.path().clone())
+    }
+
+    fn client_path(&self) -> ActorPath {
+        ActorPath::from_trusted(format!("{}/client", self.supervisor_path()))
+    }
+
     fn submit(&mut self, ctx: &mut Context<Self>) {
         let args = &self.plan.args;
         let class = args.main_class.clone().unwrap_or_default();
@@ -109,35 +174,112 @@ impl SparkSubmit {
             args.effective_deploy_mode()
         );
         if cluster_mode {
-            let client_args = ClientArgs {
-                conf: self.plan.conf.clone(),
-                main_class: class,
-                primary_resource: args.primary_resource.clone().unwrap_or_default(),
-                app_args: args.child_args.clone(),
-                client_mode_driver: None,
-            };
-            let rm = self.plan.rm.clone();
-            let report_to = ctx.address().recipient::<ClientFinished>();
-            let parent = self.me.path().parent().unwrap_or_else(|| self.me.path().clone());
-            let spec = ChildSpec::worker("client", move |_, me| {
-                Client::new(me, rm.clone(), client_args.clone(), report_to.clone())
-            })
-            .restart(Restart::Temporary);
-            self.client = Some(ActorPath::from_trusted(format!("{parent}/client")));
-            let sup = self.me.endpoint::<Supervisor>(&parent);
-            ctx.spawn(
-                async move { sup.ask(StartChild(spec), Duration::from_secs(30)).await }
-                    .into_actor(self)
-                    .map(|res, act, ctx| {
-                        if !matches!(res, Ok(Ok(_))) {
-                            tracing::error!("cannot start the YARN Client: {res:?}");
-                            act.done(ctx, 1);
-                        }
-                    }),
-            );
+            let client = Kept::<ClientState>::default();
+            self.state.lock().client = Some(client.clone());
+            self.start_client(ctx, client);
             return;
         }
         self.run_main(ctx, class);
+    }
+
+    /// Adds the Client under `/submit` with its kept state, and watches it.
+    fn start_client(&mut self, ctx: &mut Context<Self>, state: Kept<ClientState>) {
+        let args = &self.plan.args;
+        let client_args = ClientArgs {
+            conf: self.plan.conf.clone(),
+            main_class: args.main_class.clone().unwrap_or_default(),
+            primary_resource: args.primary_resource.clone().unwrap_or_default(),
+            app_args: args.child_args.clone(),
+            client_mode_driver: None,
+        };
+        let rm = self.plan.rm.clone();
+        let report_to = self.me.path().clone();
+        let spec = ChildSpec::worker("client", move |_, me| {
+            Client::new(
+                me,
+                rm.clone(),
+                client_args.clone(),
+                state.clone(),
+                report_to.clone(),
+            )
+        })
+        .restart(Restart::Transient);
+        let sup = self.me.endpoint::<Supervisor>(&self.supervisor_path());
+        ctx.spawn(
+            async move { sup.ask(StartChild(spec), Duration::from_secs(30)).await }
+                .into_actor(self)
+                .map(|res, act, ctx| match res {
+                    Ok(Ok(path)) => act.me.clone().watch(ctx, &path),
+                    // An earlier incarnation's request got there first.
+                    Ok(Err(SupervisorError::AlreadyExists(_))) => act.reconcile(ctx),
+                    other => {
+                        tracing::error!("cannot start the YARN Client: {other:?}");
+                        eprintln!("Error: cannot start the YARN Client: {other:?}");
+                        act.done(ctx, 1);
+                    }
+                }),
+        );
+    }
+
+    /// A restarted SparkSubmit (or one whose Client ended): finds where the Client is.
+    fn reconcile(&mut self, ctx: &mut Context<Self>) {
+        if self.finished {
+            return;
+        }
+        let Some(client) = self.state.lock().client.clone() else {
+            return;
+        };
+        let outcome = client.lock().outcome.clone();
+        if let Some(outcome) = outcome {
+            self.client_finished(ctx, outcome);
+            return;
+        }
+        let path = self.client_path();
+        if self.me.cluster().registry().contains(&path) {
+            self.rechecks = 0;
+            self.me.clone().watch(ctx, &path);
+            return;
+        }
+        // Not running and no outcome: /submit is restarting it, or no longer has it.
+        let sup = self.me.endpoint::<Supervisor>(&self.supervisor_path());
+        ctx.spawn(
+            async move { sup.ask(WhichChildren, Duration::from_secs(10)).await }
+                .into_actor(self)
+                .map(move |res, act, ctx| {
+                    let known = res.map(|children| children.iter().any(|c| c.id == "client"));
+                    match known {
+                        Ok(false) => {
+                            tracing::warn!("The YARN Client is gone without an outcome; starting it again with its kept state");
+                            act.start_client(ctx, client);
+                        }
+                        _ if CLIENT_RECHECK * act.rechecks >= CLIENT_RECHECK_LIMIT => {
+                            tracing::error!("The YARN Client did not come back within {}", humantime::format_duration(CLIENT_RECHECK_LIMIT));
+                            eprintln!("Error: the YARN Client did not come back after a restart");
+                            act.done(ctx, 1);
+                        }
+                        _ => {
+                            act.rechecks += 1;
+                            run_later(ctx, act.me.clock(), CLIENT_RECHECK, |act: &mut SparkSubmit, ctx| {
+                                act.reconcile(ctx)
+                            });
+                        }
+                    }
+                }),
+        );
+    }
+
+    fn client_finished(&mut self, ctx: &mut Context<Self>, outcome: ClientOutcome) {
+        if self.finished {
+            return;
+        }
+        match outcome.verdict {
+            Ok(()) => self.done(ctx, 0),
+            Err(e) => {
+                tracing::error!("Exception in thread \"main\" org.apache.spark.SparkException: {e}");
+                eprintln!("Exception in thread \"main\" org.apache.spark.SparkException: {e}");
+                self.done(ctx, 1)
+            }
+        }
     }
 
     /// Client mode's runMain: the user's class on a thread of this process.
@@ -159,9 +301,15 @@ impl SparkSubmit {
             primary_resource: self.plan.args.primary_resource.clone().unwrap_or_default(),
             app: Mutex::new(None),
             final_report: Mutex::new(None),
+            stopping: Arc::new(AtomicBool::new(false)),
         });
-        self.launcher = Some(launcher.clone());
-        let parent = self.me.path().parent().unwrap_or_else(|| self.me.path().clone());
+        let cancel = CancelToken::new();
+        {
+            let mut st = self.state.lock();
+            st.launcher = Some(launcher.clone());
+            st.main_cancel = Some(cancel.clone());
+        }
+        let parent = self.supervisor_path();
         let env = AppEnv {
             class_name: class.clone(),
             args: self.plan.args.child_args.clone(),
@@ -172,22 +320,62 @@ impl SparkSubmit {
                 launcher: launcher.clone(),
             },
             output: OutputSink::stdout(),
-            cancel: self.me.cancel_token().child(),
+            cancel,
             host: crate::cli::local_hostname(),
             app_id: String::new(),
             attempt: 1,
         };
+        // By path, so a restarted SparkSubmit gets it; kept first, in case none runs then.
         let me: EndpointRef<SparkSubmit> = self.me.endpoint(self.me.path());
+        let state = self.state.clone();
         let log = self.me.log_ctx().clone();
         let spawned = std::thread::Builder::new().name("main".into()).spawn(move || {
             let _scope = crate::logs::LogScope::enter(&log);
             let outcome = crate::runtime::panic::catch(|| main(&env))
                 .unwrap_or_else(|p| Err(AppError::Exception(format!("java.lang.RuntimeException: {p}"))));
+            state.lock().main_outcome = Some(outcome.clone());
             let _ = me.tell(UserMainFinished(outcome));
         });
         if let Err(e) = spawned {
             eprintln!("Error: cannot start the application's thread: {e}");
             self.done(ctx, 1);
+        }
+    }
+
+    fn main_finished(&mut self, ctx: &mut Context<Self>, outcome: Result<(), AppError>) {
+        if self.finished {
+            return;
+        }
+        let launcher = self.state.lock().launcher.clone();
+        if let Some(report) = launcher.as_ref().and_then(|l| l.final_report()) {
+            print_final_report(&report);
+        }
+        match outcome {
+            Ok(()) => self.done(ctx, 0),
+            Err(AppError::Exit(code)) => self.done(ctx, code),
+            Err(AppError::Exception(e)) => {
+                tracing::error!("Exception in thread \"main\" {e}");
+                eprintln!("Exception in thread \"main\" {e}");
+                self.done(ctx, 1)
+            }
+        }
+    }
+
+    /// A new incarnation after a restart: picks up where the action is.
+    fn resume(&mut self, ctx: &mut Context<Self>) {
+        let (cluster_mode, main_outcome) = {
+            let st = self.state.lock();
+            (st.client.is_some(), st.main_outcome.clone())
+        };
+        if cluster_mode {
+            tracing::info!(
+                "SparkSubmit restarted; reconciling with the YARN Client it started (no second Client)"
+            );
+            self.reconcile(ctx);
+        } else if let Some(outcome) = main_outcome {
+            self.main_finished(ctx, outcome);
+        } else {
+            tracing::info!("SparkSubmit restarted; the application's main is still running");
         }
     }
 }
@@ -198,7 +386,14 @@ impl Actor for SparkSubmit {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let rm = self.plan.rm.clone();
         match self.plan.args.action {
-            SparkSubmitAction::Submit => self.submit(ctx),
+            SparkSubmitAction::Submit => {
+                let begun = std::mem::replace(&mut self.state.lock().begun, true);
+                if begun {
+                    self.resume(ctx);
+                } else {
+                    self.submit(ctx);
+                }
+            }
             SparkSubmitAction::Kill => {
                 let id = self.app_id_arg(self.plan.args.submission_to_kill.as_ref());
                 ctx.spawn(
@@ -259,13 +454,18 @@ impl Handler<ClientFinished> for SparkSubmit {
     type Result = ();
 
     fn handle(&mut self, msg: ClientFinished, ctx: &mut Context<Self>) {
-        match msg.0.verdict {
-            Ok(()) => self.done(ctx, 0),
-            Err(e) => {
-                tracing::error!("Exception in thread \"main\" org.apache.spark.SparkException: {e}");
-                eprintln!("Exception in thread \"main\" org.apache.spark.SparkException: {e}");
-                self.done(ctx, 1)
-            }
+        self.client_finished(ctx, msg.0);
+    }
+}
+
+impl Handler<Terminated> for SparkSubmit {
+    type Result = ();
+
+    /// The Client ended: with an outcome (read from its kept state, in case its message was
+    /// lost), or abnormally, when its supervisor restarts it or gives up.
+    fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
+        if msg.path == self.client_path() {
+            self.reconcile(ctx);
         }
     }
 }
@@ -274,18 +474,7 @@ impl Handler<UserMainFinished> for SparkSubmit {
     type Result = ();
 
     fn handle(&mut self, msg: UserMainFinished, ctx: &mut Context<Self>) {
-        if let Some(report) = self.launcher.as_ref().and_then(|l| l.final_report()) {
-            print_final_report(&report);
-        }
-        match msg.0 {
-            Ok(()) => self.done(ctx, 0),
-            Err(AppError::Exit(code)) => self.done(ctx, code),
-            Err(AppError::Exception(e)) => {
-                tracing::error!("Exception in thread \"main\" {e}");
-                eprintln!("Exception in thread \"main\" {e}");
-                self.done(ctx, 1)
-            }
-        }
+        self.main_finished(ctx, msg.0);
     }
 }
 
@@ -293,17 +482,28 @@ impl Handler<Interrupt> for SparkSubmit {
     type Result = ();
 
     fn handle(&mut self, _: Interrupt, _: &mut Context<Self>) {
-        if self.interrupted {
-            return;
-        }
-        self.interrupted = true;
+        let (client, launcher, cancel) = {
+            let mut st = self.state.lock();
+            if st.interrupted {
+                return;
+            }
+            st.interrupted = true;
+            (st.client.clone(), st.launcher.clone(), st.main_cancel.clone())
+        };
         tracing::warn!("Interrupted: killing the application");
-        if let Some(client) = &self.client {
-            let _ = self.me.endpoint::<Client>(client).tell(KillFollowedApplication);
+        if let Some(client) = client {
+            // Kept too, so a Client that is restarting carries the kill out.
+            client.lock().kill_requested = true;
+            let _ = self
+                .me
+                .endpoint::<Client>(&self.client_path())
+                .tell(KillFollowedApplication);
         }
-        if let Some(launcher) = &self.launcher {
+        if let Some(launcher) = launcher {
             launcher.kill(self.me.cluster());
-            self.me.cancel_token().cancel("interrupted");
+        }
+        if let Some(cancel) = cancel {
+            cancel.cancel("interrupted");
         }
     }
 }
@@ -316,6 +516,9 @@ pub struct ClientModeLauncher {
     primary_resource: String,
     app: Mutex<Option<ApplicationId>>,
     final_report: Mutex<Option<ApplicationReport>>,
+    /// The SparkContext is stopping: the application's end is expected from now on
+    /// (YarnClientSchedulerBackend.stop stops its monitor thread first).
+    stopping: Arc<AtomicBool>,
 }
 
 impl ClientModeLauncher {
@@ -386,12 +589,14 @@ impl ClientLauncher for ClientModeLauncher {
         let (app_id, _) = started;
         *self.app.lock().unwrap_or_else(|p| p.into_inner()) = Some(app_id);
         tracing::info!(app_id = %app_id, "Application {app_id} has started running.");
-        // The "Yarn application state monitor": if the application ends while the driver
-        // runs, the driver is told to stop.
+        // The "Yarn application state monitor": if the application ends, in any state, while
+        // the driver runs (not stopping), the driver is told to stop, as Spark's MonitorThread
+        // stops the SparkContext ("YARN application has exited unexpectedly").
         let cancel = env.cancel.clone();
+        let stopping = self.stopping.clone();
         env.cluster.spawn_task(async move {
             let report = monitor_application(&rm, app_id, interval, false).await;
-            if !cancel.is_cancelled() && report.state != YarnApplicationState::Finished {
+            if !cancel.is_cancelled() && !stopping.load(Ordering::Acquire) {
                 tracing::error!(app_id = %app_id, "Yarn application has already exited with state {}!", report.state);
                 cancel.cancel(format!("the YARN application ended with state {}", report.state));
             }
@@ -400,6 +605,7 @@ impl ClientLauncher for ClientModeLauncher {
     }
 
     fn stopped(&self, env: &AppEnv, driver: &DriverPaths) {
+        self.stopping.store(true, Ordering::Release);
         let yse: EndpointRef<YarnSchedulerEndpoint> = env.cluster.endpoint(&driver.yarn_scheduler);
         let _ = yse.tell(Shutdown { exit_code: 0 });
         let app = *self.app.lock().unwrap_or_else(|p| p.into_inner());

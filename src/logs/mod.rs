@@ -5,6 +5,7 @@ pub mod ctx;
 pub mod format;
 pub mod reader;
 pub mod sink;
+pub mod supervision;
 pub mod writer;
 
 pub use ctx::{LogCtx, LogIds, LogScope};

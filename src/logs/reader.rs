@@ -1,7 +1,8 @@
 //! `sparkyard logs`: reads the JSON-lines logs that sparkyard actors write
 //! and prints them, either grouped per node file and per container the way
 //! `yarn logs -applicationId <id>` prints aggregated container logs, or as raw
-//! JSON lines merged across files in timestamp order.
+//! JSON lines merged across files in timestamp order. `--supervision` prints only the
+//! story of kills, failures, restarts and escalations (see [`super::supervision`]).
 //!
 //! Layout of a log directory:
 //!
@@ -77,6 +78,12 @@ pub struct LogsArgs {
     /// Print matching records as JSON lines merged in time order, without headers
     #[arg(long)]
     pub json: bool,
+
+    /// Only the supervision story, in time order across all files: kills, partitions,
+    /// failures, supervisors' decisions, restarts and escalations (with --app, also the
+    /// submit side's and the node's own actors' records that concern the application)
+    #[arg(long, conflicts_with = "follow")]
+    pub supervision: bool,
 }
 
 /// Why `sparkyard logs` could not do its job. Every variant prints as one line.
@@ -344,6 +351,11 @@ pub fn run_until(
     }
 
     let mut out = BufWriter::new(out);
+    if args.supervision {
+        super::supervision::run(&dir, &filter, args.json, &mut out, err)?;
+        out.flush()?;
+        return Ok(());
+    }
     let mut session = Session::new(dir, filter, args.json);
     session.discover(err);
     session.read_all(&mut out, err, args.follow)?;
@@ -547,13 +559,13 @@ fn line_text(buf: &[u8]) -> &[u8] {
 }
 
 /// Outcome of parsing one line of a records file.
-enum Parsed<'a> {
+pub(super) enum Parsed<'a> {
     Record(Value, &'a str),
     Blank,
     Bad(String),
 }
 
-fn parse_line<'a>(bytes: &'a [u8], complete: bool) -> Parsed<'a> {
+pub(super) fn parse_line<'a>(bytes: &'a [u8], complete: bool) -> Parsed<'a> {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Parsed::Bad("invalid UTF-8".to_owned());
     };
@@ -587,7 +599,7 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-fn warn_skipped(err: &mut dyn Write, path: &Path, line: u64, reason: &str) {
+pub(super) fn warn_skipped(err: &mut dyn Write, path: &Path, line: u64, reason: &str) {
     let _ = writeln!(
         err,
         "sparkyard logs: {}:{line}: skipped: not a JSON record ({reason})",
@@ -1903,6 +1915,7 @@ mod tests {
                 grep: Some("lost".to_owned()),
                 follow: true,
                 json: true,
+                supervision: false,
             }
         );
         let help = <Cli as clap::CommandFactory>::command()

@@ -70,7 +70,8 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAGIC: [u8; 4] = *b"SPKY";
 
 /// The version of this protocol, sent after [`MAGIC`]; both sides must send the same one.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`).
+pub const PROTOCOL_VERSION: u8 = 2;
 
 /// [`MAGIC`] and [`PROTOCOL_VERSION`], as sent.
 pub const GREETING: [u8; 5] = [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], PROTOCOL_VERSION];

@@ -3,7 +3,9 @@
 //! It serves ApplicationClientProtocol over TCP at `yarn.resourcemanager.address` for
 //! `sparkyard submit --master yarn` (and its `--status` and `--kill`): length-prefixed
 //! rmp-serde frames, a bounded writer per connection, each request forwarded to the
-//! ResourceManager (see [`crate::rpc::tcp`] and [`super::client_service`]). A malformed,
+//! ResourceManager (see [`crate::rpc::tcp`] and [`super::client_service`]). The same port
+//! serves sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`) with the node's
+//! cluster: its registry and its fault injection. A malformed,
 //! truncated or oversized frame closes that connection with a logged reason; the node goes
 //! on. The listening socket is bound once by the node and handed to each incarnation, so a
 //! restarted service listens on the same address.
@@ -16,7 +18,9 @@ use actix::{Actor, AsyncContext, Context, WrapFuture};
 use tokio::sync::watch;
 
 use super::client_service;
+use super::protocol::{AdminRequest, ClientRequest, ClientResponse};
 use super::resource_manager::ResourceManager;
+use crate::logs::ctx::in_scope;
 use crate::rpc::tcp::{serve, RequestHandler};
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Me};
@@ -69,9 +73,22 @@ impl Actor for ClientRmService {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         tracing::info!(address = addr.as_str(), "ClientRMService listening on {addr}");
         let rm: EndpointRef<ResourceManager> = self.me.endpoint(&self.rm);
+        let me = self.me.clone();
         let handler: RequestHandler = Rc::new(move |request| {
-            let rm = rm.clone();
-            Box::pin(async move { client_service::serve(&rm, request, CALL_TIMEOUT).await })
+            let (rm, me) = (rm.clone(), me.clone());
+            Box::pin(async move {
+                match request {
+                    ClientRequest::Admin(admin) => {
+                        if !matches!(admin, AdminRequest::ListActors { .. }) {
+                            in_scope(me.log_ctx(), || {
+                                tracing::info!(msg_type = admin.name(), "admin call: {admin:?}")
+                            });
+                        }
+                        ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin))
+                    }
+                    other => client_service::serve(&rm, other, CALL_TIMEOUT).await,
+                }
+            })
         });
         let (tx, rx) = watch::channel(false);
         self.stop = Some(tx);

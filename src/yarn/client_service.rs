@@ -1,15 +1,25 @@
 //! ClientRMService's dispatch: one ApplicationClientProtocol call ([`ClientRequest`]) served
-//! by the local ResourceManager. The embedded cluster's Client calls it directly; the node's
-//! TCP listener calls it for each request that arrives over the wire.
+//! by the local ResourceManager, and sparkyard's admin calls ([`AdminRequest`]) served by
+//! the node's cluster. The embedded cluster's Client calls [`serve`] directly; the node's TCP
+//! listener calls [`serve`] or [`serve_admin`] for each request that arrives over the wire.
+//!
+//! The admin calls are `sparkyard actors` and `sparkyard chaos`: the live supervision tree
+//! from the registry, and kills, partitions and fault plans through the cluster's fault
+//! injection. A pattern that is malformed, or that matches no running actor, is refused
+//! with one line naming it: a control never does nothing silently.
 
 use std::time::Duration;
 
-use super::protocol::{ClientRequest, ClientResponse, ReportWait};
+use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, ReportWait};
+use super::records::{ApplicationId, ContainerId};
 use super::resource_manager::ResourceManager;
 use crate::rpc::EndpointRef;
+use crate::runtime::registry::ActorInfo;
+use crate::runtime::{ActorPath, Cluster, FaultError, PathGlob};
 
 /// Serves `request` with the ResourceManager behind `rm`, waiting at most `timeout` (plus the
-/// request's own report wait).
+/// request's own report wait). Admin calls need the node's cluster ([`serve_admin`]); here
+/// they are refused.
 pub async fn serve(
     rm: &EndpointRef<ResourceManager>,
     request: ClientRequest,
@@ -44,5 +54,125 @@ pub async fn serve(
             Ok(r) => ClientResponse::ContainerOutput(r),
             Err(e) => failed(e),
         },
+        ClientRequest::Admin(a) => ClientResponse::Failed(format!(
+            "{} is served by a running node's client port only",
+            a.name()
+        )),
+    }
+}
+
+/// Whether `path` lies in a container of `app` (a segment `container_<app>_...`).
+pub fn belongs_to(path: &ActorPath, app: &ApplicationId) -> bool {
+    path.as_str()
+        .split('/')
+        .filter_map(|segment| segment.parse::<ContainerId>().ok())
+        .any(|c| c.attempt.app == *app)
+}
+
+/// The running actors matching `glob`, sorted by path.
+fn matching(cluster: &Cluster, glob: &PathGlob) -> Vec<ActorInfo> {
+    cluster
+        .actors()
+        .into_iter()
+        .filter(|a| a.status == "running" && glob.matches(a.path.as_str()))
+        .collect()
+}
+
+/// Parses `target` and finds what it matches now; refused when malformed or matching nothing.
+fn resolve(cluster: &Cluster, target: &str) -> Result<Vec<ActorInfo>, String> {
+    let glob = PathGlob::parse(target).map_err(|e| e.to_string())?;
+    let found = matching(cluster, &glob);
+    if found.is_empty() {
+        return Err(FaultError::NoMatch(target.to_string()).to_string());
+    }
+    Ok(found)
+}
+
+/// Serves one admin call with the node's `cluster`.
+pub fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminResponse {
+    let refused = AdminResponse::Refused;
+    match request {
+        AdminRequest::ListActors { app } => {
+            let mut actors = cluster.actors();
+            if let Some(app) = app {
+                actors.retain(|a| belongs_to(&a.path, &app));
+            }
+            AdminResponse::Actors(actors)
+        }
+        AdminRequest::Kill {
+            target,
+            mode,
+            after: None,
+            by,
+        } => match cluster.kill(&target, mode, &by) {
+            Ok(killed) => AdminResponse::Killed(killed),
+            Err(e) => refused(e.to_string()),
+        },
+        AdminRequest::Kill {
+            target,
+            mode,
+            after: Some(after),
+            by,
+        } => {
+            let matching = match resolve(cluster, &target) {
+                Ok(m) => m,
+                Err(e) => return refused(e),
+            };
+            match cluster.kill_after(&target, mode, after, &by) {
+                Ok(()) => AdminResponse::KillScheduled { after, matching },
+                Err(e) => refused(e.to_string()),
+            }
+        }
+        AdminRequest::Partition {
+            target,
+            mode,
+            duration,
+            by,
+        } => {
+            let matching = match resolve(cluster, &target) {
+                Ok(m) => m,
+                Err(e) => return refused(e),
+            };
+            match cluster.partition(&target, mode, duration, &by) {
+                Ok(()) => AdminResponse::Partitioned { duration, matching },
+                Err(e) => refused(e.to_string()),
+            }
+        }
+        AdminRequest::RunPlan { plan, by } => {
+            if plan.faults.is_empty() {
+                return refused("the fault plan has no kills".to_string());
+            }
+            for f in &plan.faults {
+                if let Err(e) = PathGlob::parse(&f.target) {
+                    return refused(e.to_string());
+                }
+            }
+            cluster.run_plan(plan.clone(), &by);
+            AdminResponse::PlanStarted(plan)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_paths_belong_to_their_application() {
+        let app: ApplicationId = "application_1700000000000_0002".parse().unwrap();
+        let p = |s: &str| ActorPath::parse(s).unwrap();
+        assert!(belongs_to(
+            &p("/node/nm-host1/container_1700000000000_0002_01_000001/am/driver/revive-timer"),
+            &app
+        ));
+        assert!(belongs_to(
+            &p("/node/nm-host2/container_1700000000000_0002_02_000003"),
+            &app
+        ));
+        assert!(!belongs_to(
+            &p("/node/nm-host1/container_1700000000000_0001_01_000001/am"),
+            &app
+        ));
+        assert!(!belongs_to(&p("/node/rm"), &app));
     }
 }

@@ -10,6 +10,9 @@
 //!   [`StartContainer`], [`StopContainer`], [`ReadContainerOutput`].
 //! - ResourceTracker (NodeManager → ResourceManager): [`RegisterNodeManager`] and
 //!   [`NodeStatusUpdate`] (completed containers, pushed as they complete).
+//! - sparkyard's own admin calls to a running node ([`AdminRequest`]), served by the same
+//!   client port: the live supervision tree (`sparkyard actors`) and fault injection
+//!   (`sparkyard chaos kill | partition | plan`).
 //!
 //! Every message and reply derives serde: the client protocol already crosses TCP between
 //! `sparkyard submit` and `sparkyard node`, and the others will when nodes are processes.
@@ -20,6 +23,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::records::*;
+use crate::runtime::fault::Killed;
+use crate::runtime::registry::ActorInfo;
+use crate::runtime::{FaultPlan, KillMode, PartitionMode};
 
 /// A failure answered by a YARN service, with Hadoop's exception names and texts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -239,6 +245,8 @@ pub enum ClientRequest {
     KillApplication(KillApplication),
     GetClusterNodes(GetClusterNodes),
     GetContainerOutput(GetContainerOutput),
+    /// One of sparkyard's admin calls (not part of YARN's protocol).
+    Admin(AdminRequest),
 }
 
 /// The answer to a [`ClientRequest`], variant for variant. (A report is much larger than the
@@ -252,6 +260,7 @@ pub enum ClientResponse {
     KillApplication(Result<(), YarnError>),
     ClusterNodes(Vec<NodeReport>),
     ContainerOutput(Result<String, YarnError>),
+    Admin(AdminResponse),
     /// The request could not be served at all (the RM did not answer, a bad request).
     Failed(String),
 }
@@ -266,6 +275,73 @@ impl ClientRequest {
             ClientRequest::KillApplication(_) => "KillApplication",
             ClientRequest::GetClusterNodes(_) => "GetClusterNodes",
             ClientRequest::GetContainerOutput(_) => "GetContainerOutput",
+            ClientRequest::Admin(a) => a.name(),
         }
     }
+}
+
+// ------------------------------------------------------------------ the node's admin calls
+
+/// A call of `sparkyard actors` or `sparkyard chaos` to a running node. Targets are actor
+/// paths or globs (`*` matches anything, `/` included); `by` names who asked, for the
+/// `fault_injected` and `partition_started` records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AdminRequest {
+    /// The live supervision tree, sorted by path; with `app`, only the subtrees of that
+    /// application's containers.
+    ListActors { app: Option<ApplicationId> },
+    /// Kill every running actor matching `target` now, or (with `after`) once that much time
+    /// has passed on the node's clock.
+    Kill {
+        target: String,
+        mode: KillMode,
+        after: Option<Duration>,
+        by: String,
+    },
+    /// Drop or delay every message to and from actors matching `target` for `duration`.
+    Partition {
+        target: String,
+        mode: PartitionMode,
+        duration: Duration,
+        by: String,
+    },
+    /// Carry out a fault plan, starting now.
+    RunPlan { plan: FaultPlan, by: String },
+}
+
+impl AdminRequest {
+    /// The call's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AdminRequest::ListActors { .. } => "ListActors",
+            AdminRequest::Kill { .. } => "KillActors",
+            AdminRequest::Partition { .. } => "PartitionActors",
+            AdminRequest::RunPlan { .. } => "RunFaultPlan",
+        }
+    }
+}
+
+/// The answer to an [`AdminRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AdminResponse {
+    /// The actors asked for, sorted by path.
+    Actors(Vec<ActorInfo>),
+    /// What a kill reached, now.
+    Killed(Vec<Killed>),
+    /// A delayed kill is scheduled; `matching` is what the target matches now (what it
+    /// matches when the time comes is what gets killed).
+    KillScheduled {
+        after: Duration,
+        matching: Vec<ActorInfo>,
+    },
+    /// A partition is in force over `matching` (and any actor matching later) for `duration`.
+    Partitioned {
+        duration: Duration,
+        matching: Vec<ActorInfo>,
+    },
+    /// The plan is running, its kills in firing order.
+    PlanStarted(FaultPlan),
+    /// Not done: a malformed pattern, a target that matches no running actor, an empty plan;
+    /// one line that names the pattern.
+    Refused(String),
 }
