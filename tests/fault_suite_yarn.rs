@@ -578,7 +578,7 @@ async fn am_endpoint_killed_beyond_intensity_fails_the_attempt_with_exit_1() {
 }
 
 #[actix_rt::test]
-async fn application_master_killed_in_every_attempt_fails_the_application() {
+async fn application_master_killed_beyond_its_attempts_fails_the_application() {
     // The AM is not restarted (a JVM that dies does not come back): each kill fails its
     // attempt; two attempts allowed, two kills, and YARN gives up.
     let r = run(
