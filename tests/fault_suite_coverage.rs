@@ -88,10 +88,11 @@ fn every_killable_actor_is_killed_once_and_beyond_intensity_by_the_suite() {
         if file.starts_with("fault_suite_") && file.ends_with(".rs") && file != "fault_suite_coverage.rs" {
             let text = std::fs::read_to_string(entry.path()).unwrap();
             // Tests are `#[test]` (through the binary) or `#[actix_rt::test]`.
-            let bodies = text
-                .split("\n#[")
-                .skip(1)
-                .filter_map(|chunk| chunk.strip_prefix("test]").or_else(|| chunk.strip_prefix("actix_rt::test]")));
+            let bodies = text.split("\n#[").skip(1).filter_map(|chunk| {
+                chunk
+                    .strip_prefix("test]")
+                    .or_else(|| chunk.strip_prefix("actix_rt::test]"))
+            });
             for body in bodies {
                 let name = body
                     .split("fn ")

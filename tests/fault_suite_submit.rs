@@ -211,6 +211,26 @@ fn spark_submit_killed_once_in_client_mode_keeps_the_driver_running() {
     killed_once("client", "/submit/spark-submit@5", "/submit/spark-submit");
 }
 
+/// In client mode the driver runs in the submitting process and the AM (ExecutorLauncher)
+/// watches its YarnSchedulerEndpoint: a restart of that endpoint is not the driver's end.
+#[test]
+fn yarn_scheduler_endpoint_killed_once_in_client_mode_is_waited_for_by_the_executor_launcher() {
+    killed_once(
+        "client",
+        "*/driver/yarn-scheduler-endpoint@5",
+        "/submit/driver/yarn-scheduler-endpoint",
+    );
+}
+
+#[test]
+fn driver_endpoint_killed_once_in_client_mode_reconciles_with_its_executors() {
+    killed_once(
+        "client",
+        "*/driver/driver-endpoint@5:panic",
+        "/submit/driver/driver-endpoint",
+    );
+}
+
 fn killed_beyond_intensity(deploy_mode: &str, path: &str) {
     let dir = tempfile::tempdir().unwrap();
     let plan = format!("spark.sparkyard.chaos.plan={path}@3,{path}@6");

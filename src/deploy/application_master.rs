@@ -29,8 +29,10 @@ use super::reporter::Reporter;
 use super::yarn_allocator::{AllocateResources, AllocatorConfig, AllocatorKept, YarnAllocator};
 use crate::conf::{self, SparkConf};
 use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths, OutputSink};
+use crate::executor::backend::DRIVER_RESTART_WAIT;
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::supervisor::StartChild;
+use crate::runtime::watch::{back_at, ended_by_failure};
 use crate::runtime::{
     ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervision, Supervisor, Terminated,
 };
@@ -633,11 +635,41 @@ impl Handler<Finish> for ApplicationMaster {
 impl Handler<Terminated> for ApplicationMaster {
     type Result = ();
 
-    /// Client mode: the driver went away (AMEndpoint.onDisconnected).
+    /// Client mode: the driver went away (AMEndpoint.onDisconnected) — unless the endpoint
+    /// failed and the driver's supervisor restarts it: then the AM waits for the new
+    /// incarnation (bounded, and only while that supervisor lives) and watches it.
     fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
         if self.ctx.mode != AmMode::Client || self.finished {
             return;
         }
+        if ended_by_failure(&msg.reason) {
+            tracing::info!(
+                driver = msg.path.as_str(),
+                "The driver's endpoint {} failed ({}); waiting for its restart",
+                msg.path,
+                msg.reason
+            );
+            let (cluster, path) = (self.me.cluster().clone(), msg.path.clone());
+            let wait = async move { back_at(&cluster, &path, DRIVER_RESTART_WAIT).await };
+            ctx.spawn(wait.into_actor(self).map(move |back, act, ctx| {
+                if act.finished {
+                    return;
+                }
+                if back {
+                    let me = act.me.clone();
+                    me.watch(ctx, &msg.path);
+                } else {
+                    act.driver_gone(&msg.path, ctx);
+                }
+            }));
+            return;
+        }
+        self.driver_gone(&msg.path, ctx);
+    }
+}
+
+impl ApplicationMaster {
+    fn driver_gone(&mut self, path: &ActorPath, ctx: &mut Context<Self>) {
         let treat_as_failed = self
             .ctx
             .conf
@@ -648,11 +680,11 @@ impl Handler<Terminated> for ApplicationMaster {
                 ctx,
                 FinalApplicationStatus::Failed,
                 EXIT_DISCONNECTED,
-                format!("Driver {} disassociated unexpectedly", msg.path),
+                format!("Driver {path} disassociated unexpectedly"),
             );
         } else {
             tracing::info!(
-                driver = msg.path.as_str(),
+                driver = path.as_str(),
                 "Driver terminated or disconnected! Shutting down."
             );
             self.finish(

@@ -36,6 +36,7 @@ use super::task_runner::{self, ExecutorHandle, RecentStatuses, StageCache};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::fault::SplitMix64;
 use crate::runtime::timers::run_at_fixed_rate;
+use crate::runtime::watch::{back_at, ended_by_failure};
 use crate::runtime::{ActorPath, CancelToken, ExitReason, Me, Terminated};
 use crate::scheduler::driver_endpoint::DriverEndpoint;
 use crate::scheduler::heartbeat_receiver::{Heartbeat, HeartbeatReceiver, HEARTBEAT_RECEIVER_SEGMENT};
@@ -429,12 +430,8 @@ impl Handler<Terminated> for CoarseGrainedExecutorBackend {
             tracing::info!("Driver from {} disconnected during shutdown", msg.path);
             return;
         }
-        let restarting = matches!(
-            msg.reason,
-            ExitReason::Panic { .. } | ExitReason::Killed { .. } | ExitReason::Exit { .. }
-        );
         let reason = format!("Driver {} disassociated! Shutting down.", msg.path);
-        if !restarting {
+        if !ended_by_failure(&msg.reason) {
             self.exit_executor(ctx, 1, &reason, false);
             return;
         }
@@ -445,21 +442,7 @@ impl Handler<Terminated> for CoarseGrainedExecutorBackend {
             msg.reason
         );
         let (cluster, path) = (self.me.cluster().clone(), msg.path.clone());
-        let parent = path.parent();
-        let wait = async move {
-            let clock = cluster.clock().clone();
-            let deadline = clock.now() + DRIVER_RESTART_WAIT;
-            loop {
-                if cluster.registry().contains(&path) {
-                    return true;
-                }
-                let parent_alive = parent.as_ref().is_some_and(|p| cluster.registry().contains(p));
-                if !parent_alive || clock.now() >= deadline {
-                    return false;
-                }
-                clock.sleep(Duration::from_millis(5)).await;
-            }
-        };
+        let wait = async move { back_at(&cluster, &path, DRIVER_RESTART_WAIT).await };
         ctx.spawn(wait.into_actor(self).map(move |back, act, ctx| {
             if act.stopping {
                 return;

@@ -19,3 +19,33 @@ pub struct Terminated {
     pub incarnation: u64,
     pub reason: ExitReason,
 }
+
+/// Whether a watched actor that ended with `reason` failed (a panic, a kill, a non-zero
+/// exit), so that a permanent or transient supervisor is about to restart it at the same
+/// path, rather than being shut down.
+pub fn ended_by_failure(reason: &ExitReason) -> bool {
+    match reason {
+        ExitReason::Panic { .. } | ExitReason::Killed { .. } => true,
+        ExitReason::Exit { code, .. } => *code != 0,
+        _ => false,
+    }
+}
+
+/// Waits, at most `bound` on the cluster clock, for a new incarnation at `path` after the
+/// watched one failed; gives up at once when `path`'s parent (its supervisor) is gone.
+/// Answers whether one is running (the caller then watches it again).
+pub async fn back_at(cluster: &super::Cluster, path: &ActorPath, bound: std::time::Duration) -> bool {
+    let clock = cluster.clock().clone();
+    let deadline = clock.now() + bound;
+    let parent = path.parent();
+    loop {
+        if cluster.registry().contains(path) {
+            return true;
+        }
+        let parent_alive = parent.as_ref().is_some_and(|p| cluster.registry().contains(p));
+        if !parent_alive || clock.now() >= deadline {
+            return false;
+        }
+        clock.sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
