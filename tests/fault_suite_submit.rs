@@ -183,6 +183,7 @@ fn killed_once(deploy_mode: &str, plan: &str, path: &str) {
         .iter()
         .filter(|r| r["actor"] == path)
         .filter_map(|r| r["event"].as_str())
+        .filter(|e| ["fault_injected", "actor_failed", "actor_restarted"].contains(e))
         .collect();
     assert_eq!(
         events,

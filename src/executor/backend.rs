@@ -592,6 +592,7 @@ impl Handler<ReportTaskStatuses> for CoarseGrainedExecutorBackend {
             let _ = driver.tell(update);
         }
         tracing::info!(
+            event = "reconciled",
             running,
             resent,
             unknown,

@@ -12,6 +12,10 @@
 //!   restarted, and `supervisor_escalated`;
 //! - a new incarnation: `actor_restarted`;
 //! - a peer noticing a silent one: `executor_expired`, and `task_lost`;
+//! - the driver noticing and recovering: `executor_removed` (with the loss reason),
+//!   `executor_registered` (the first executors and their replacements), `reconciled` (a
+//!   restarted DriverEndpoint, DAGScheduler or listener bus taking up where its predecessor
+//!   left, and the executors reporting again);
 //! - with `--app`, the ResourceManager's warnings and errors about the application (an AM
 //!   container that exited fails its attempt; the next attempt is YARN's recovery).
 //!
@@ -44,6 +48,9 @@ pub const SUPERVISION_EVENTS: &[&str] = &[
     "cleanup_panicked",
     "executor_expired",
     "task_lost",
+    "executor_removed",
+    "executor_registered",
+    "reconciled",
 ];
 
 /// Whether an exit reason, as records write it, is an abnormal end.

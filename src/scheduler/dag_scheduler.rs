@@ -412,6 +412,7 @@ impl Actor for DAGScheduler {
         };
         let queued = self.queue.lock().events.len();
         tracing::info!(
+            event = "reconciled",
             jobs = ?active,
             queued_events = queued as u64,
             failed_stages = ?failed,

@@ -387,6 +387,7 @@ impl DriverEndpoint {
             Some(data) => {
                 let _ = self.executor(&data.executor_ref).tell(StopExecutor);
                 tracing::info!(
+                    event = "executor_removed",
                     executor_id,
                     reason = %reason,
                     caused_by_app = reason.caused_by_app(),
@@ -442,6 +443,7 @@ impl Actor for DriverEndpoint {
             let _ = self.executor(&path).tell(ReportTaskStatuses { task_ids });
         }
         tracing::info!(
+            event = "reconciled",
             executors = self.state.lock().executors.len() as u64,
             tasks = asked,
             "DriverEndpoint restarted: asking every executor to report its {asked} running task(s) again"
@@ -483,6 +485,7 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
         let registered = st.total_registered_executors;
         drop(st);
         tracing::info!(
+            event = "executor_registered",
             executor_id = msg.executor_id.as_str(),
             host = msg.hostname.as_str(),
             cores = msg.cores,

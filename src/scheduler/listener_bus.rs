@@ -203,6 +203,7 @@ impl Actor for LiveListenerBus {
         ctx.notify(Drain);
         if self.me.incarnation() > 1 {
             tracing::info!(
+                event = "reconciled",
                 listeners = n as u64,
                 queued_events = queued as u64,
                 "Listener bus restarted with its {n} listeners and {queued} queued event(s)"
