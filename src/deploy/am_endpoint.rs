@@ -23,7 +23,7 @@ use super::application_master::{ApplicationMaster, Finish};
 use super::reporter::{Reporter, ResetAllocatorInterval};
 use super::yarn_allocator::{EnqueueLossReason, KillExecutor, RequestTotalExecutors, YarnAllocator};
 use crate::rpc::{AskError, EndpointRef};
-use crate::runtime::{ActorPath, Clock, Me};
+use crate::runtime::{ActorPath, Me};
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::*;
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
@@ -42,7 +42,6 @@ async fn ask_allocator<M>(
     allocator: &EndpointRef<YarnAllocator>,
     msg: M,
     timeout: Duration,
-    clock: &Clock,
 ) -> Result<M::Result, AskError>
 where
     M: Message + Clone + Send + 'static,
@@ -50,16 +49,9 @@ where
     YarnAllocator: Handler<M>,
     <YarnAllocator as Actor>::Context: ToEnvelope<YarnAllocator, M>,
 {
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match allocator.ask(msg.clone(), timeout).await {
-            Err(AskError::Died { .. } | AskError::Lookup(_)) if tries < ALLOCATOR_TRIES => {
-                clock.sleep(RETRY_DELAY).await
-            }
-            other => return other,
-        }
-    }
+    allocator
+        .ask_while_restarting(msg, timeout, ALLOCATOR_TRIES, RETRY_DELAY)
+        .await
 }
 
 /// The AMEndpoint actor; see the module docs.
@@ -106,16 +98,8 @@ impl Handler<RequestExecutors> for AmEndpoint {
 
     fn handle(&mut self, msg: RequestExecutors, _: &mut Context<Self>) -> Self::Result {
         let (allocator, reporter) = (self.allocator.clone(), self.reporter.clone());
-        let clock = self.me.clock().clone();
         Box::pin(async move {
-            match ask_allocator(
-                &allocator,
-                RequestTotalExecutors(msg),
-                Duration::from_secs(30),
-                &clock,
-            )
-            .await
-            {
+            match ask_allocator(&allocator, RequestTotalExecutors(msg), Duration::from_secs(30)).await {
                 Ok(changed) => {
                     if changed {
                         let _ = reporter.tell(ResetAllocatorInterval);
@@ -141,11 +125,10 @@ impl Handler<KillExecutors> for AmEndpoint {
             msg.executor_ids.join(", ")
         );
         let allocator = self.allocator.clone();
-        let clock = self.me.clock().clone();
         Box::pin(async move {
             for id in msg.executor_ids {
                 let kill = KillExecutor { executor_id: id };
-                if let Err(e) = ask_allocator(&allocator, kill, Duration::from_secs(30), &clock).await {
+                if let Err(e) = ask_allocator(&allocator, kill, Duration::from_secs(30)).await {
                     tracing::warn!("Container allocator is not ready to kill executors yet: {e}");
                 }
             }

@@ -288,9 +288,9 @@ impl ApplicationMaster {
             tracking_url: String::new(),
         };
         tracing::info!(attempt_id = %self.ctx.attempt_id, "Registering the ApplicationMaster");
-        let (rm, timeout, clock) = (self.rm.clone(), self.ask_timeout, self.me.clock().clone());
+        let (rm, timeout) = (self.rm.clone(), self.ask_timeout);
         ctx.spawn(
-            async move { ask_rm(&rm, register, timeout, &clock).await }
+            async move { ask_rm(&rm, register, timeout).await }
                 .into_actor(self)
                 .map(move |res, act, ctx| match res {
                     Ok(Ok(_)) => {
@@ -482,7 +482,6 @@ impl ApplicationMaster {
             tracking_url: String::new(),
         };
         let timeout = self.ask_timeout;
-        let clock = self.me.clock().clone();
         let fut = async move {
             let _ = sup
                 .ask(
@@ -502,7 +501,7 @@ impl ApplicationMaster {
                     finish.final_status,
                     finish.diagnostics
                 );
-                return match ask_rm(&rm, finish, timeout, &clock).await {
+                return match ask_rm(&rm, finish, timeout).await {
                     Ok(Ok(())) => Ok(true),
                     Ok(Err(e)) => Err(e.to_string()),
                     Err(e) => Err(e.to_string()),

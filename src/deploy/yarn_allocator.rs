@@ -446,12 +446,11 @@ impl Actor for YarnAllocator {
             return;
         }
         let (driver, rm, timeout) = (self.driver.clone(), self.rm.clone(), self.timeout);
-        let clock = self.me.clock().clone();
         // As Spark's constructor, nothing else is handled until the driver has answered.
         ctx.wait(
             async move {
                 let last = driver.ask(RetrieveLastAllocatedExecutorId, timeout).await;
-                let nodes = ask_rm(&rm, GetClusterNodes, timeout, &clock).await;
+                let nodes = ask_rm(&rm, GetClusterNodes, timeout).await;
                 (last, nodes)
             }
             .into_actor(self)
@@ -523,9 +522,9 @@ impl Handler<AllocateResources> for YarnAllocator {
             }
         };
         self.in_flight = true;
-        let (rm, timeout, clock) = (self.rm.clone(), self.timeout, self.me.clock().clone());
+        let (rm, timeout) = (self.rm.clone(), self.timeout);
         Box::pin(
-            async move { ask_rm(&rm, request, timeout, &clock).await }
+            async move { ask_rm(&rm, request, timeout).await }
                 .into_actor(self)
                 .map(move |res, act, _| {
                     act.in_flight = false;

@@ -184,6 +184,38 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
         }
     }
 
+    /// [`ask`](Self::ask), sent again while the target cannot be reached because it is
+    /// restarting (the ask died with its incarnation's mailbox, or nothing runs at the path
+    /// yet): at most `tries` tries, `pause` apart on the cluster clock. A time-out or an
+    /// answer ends it; the first retry is logged.
+    pub async fn ask_while_restarting<M>(
+        &self,
+        msg: M,
+        timeout: Duration,
+        tries: u32,
+        pause: Duration,
+    ) -> Result<M::Result, AskError>
+    where
+        A: Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message + Clone + Send + 'static,
+        M::Result: Send,
+    {
+        let mut tried = 0;
+        loop {
+            tried += 1;
+            match self.ask(msg.clone(), timeout).await {
+                Err(e @ (AskError::Died { .. } | AskError::Lookup(_))) if tried < tries => {
+                    if tried == 1 {
+                        tracing::warn!("{} cannot be reached ({e}); asking again", self.to);
+                    }
+                    self.cluster.clock().sleep(pause).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Sends `msg` and waits for the reply, at most `timeout` on the cluster clock.
     pub fn ask<M>(
         &self,

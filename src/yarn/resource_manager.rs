@@ -51,7 +51,7 @@ use super::scheduler::Scheduler;
 use crate::conf::{self, SparkConf};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::timers::run_later;
-use crate::runtime::{Clock, Kept, Me};
+use crate::runtime::{Kept, Me};
 
 /// A NodeManager (re-)registers (Hadoop's RegisterNodeManagerRequest with its
 /// NMContainerStatuses): its capability, the containers running on it, and the completed
@@ -89,7 +89,6 @@ pub async fn ask_rm<M>(
     rm: &EndpointRef<ResourceManager>,
     msg: M,
     timeout: Duration,
-    clock: &Clock,
 ) -> Result<M::Result, AskError>
 where
     M: Message + Clone + Send + 'static,
@@ -97,19 +96,8 @@ where
     ResourceManager: Handler<M>,
     <ResourceManager as Actor>::Context: ToEnvelope<ResourceManager, M>,
 {
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match rm.ask(msg.clone(), timeout).await {
-            Err(e @ (AskError::Died { .. } | AskError::Lookup(_))) if tries < RM_TRIES => {
-                if tries == 1 {
-                    tracing::warn!("The ResourceManager cannot be reached ({e}); trying again");
-                }
-                clock.sleep(RM_RETRY_DELAY).await;
-            }
-            other => return other,
-        }
-    }
+    rm.ask_while_restarting(msg, timeout, RM_TRIES, RM_RETRY_DELAY)
+        .await
 }
 
 /// What the RM reads from yarn-site.conf.
