@@ -8,22 +8,9 @@
 
 mod common;
 
-use common::suite::{kill_plan, kills_plan, result_lines, run, suite_conf, Run, PI};
+use common::suite::{clean_pi, kill_plan, kills_plan, result_lines, run, suite_conf, Run, PI};
 use sparkyard::runtime::KillMode;
 use sparkyard::yarn::records::FinalApplicationStatus;
-use tokio::sync::OnceCell;
-
-/// The clean run's output, computed once for the whole file.
-async fn clean() -> &'static Vec<String> {
-    static CLEAN: OnceCell<Vec<String>> = OnceCell::const_new();
-    CLEAN
-        .get_or_init(|| async {
-            let r = run(PI, suite_conf(&[]), None).await;
-            r.assert_succeeded();
-            result_lines(&r.output)
-        })
-        .await
-}
 
 /// Kills `glob` once after 6 finished tasks and checks the whole story.
 async fn killed_once(glob: &str, suffix: &str, mode: KillMode, extra: &[(&str, &str)]) -> Run {
@@ -32,7 +19,7 @@ async fn killed_once(glob: &str, suffix: &str, mode: KillMode, extra: &[(&str, &
     r.assert_killed_and_restarted(suffix);
     assert_eq!(
         &result_lines(&r.output),
-        clean().await,
+        clean_pi().await,
         "the result under the kill"
     );
     r

@@ -12,12 +12,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use common::process::{config_dir, lines, wait_exit, BIN};
+use common::process::{config_dir, run_to_end, Out, BIN};
 use common::suite::result_lines;
 use serde_json::Value as Json;
 
@@ -25,23 +23,8 @@ use serde_json::Value as Json;
 /// after the 5th for a kill to land while the job runs.
 const PI: &[&str] = &["--class", "org.apache.spark.examples.SparkPi", "x.jar", "40"];
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn drain(rx: Receiver<String>) -> String {
-    let mut text = String::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
-        text.push_str(&line);
-        text.push('\n');
-    }
-    text
-}
-
 /// `sparkyard submit` on the embedded cluster with `conf` and `app`; at most 20 s.
-fn submit(log_dir: &Path, deploy_mode: &str, conf: &[&str], app: &[&str]) -> Outcome {
+fn submit(log_dir: &Path, deploy_mode: &str, conf: &[&str], app: &[&str]) -> Out {
     let mut cmd = Command::new(BIN);
     cmd.args(["submit", "--config-dir", &config_dir()])
         .args(["--log-dir", log_dir.to_str().unwrap()])
@@ -50,24 +33,8 @@ fn submit(log_dir: &Path, deploy_mode: &str, conf: &[&str], app: &[&str]) -> Out
     for c in conf {
         cmd.args(["--conf", c]);
     }
-    let mut child = cmd
-        .args(app)
-        .env_remove("RUST_LOG")
-        .env("RUST_BACKTRACE", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (out, err) = (
-        lines(child.stdout.take().unwrap()),
-        lines(child.stderr.take().unwrap()),
-    );
-    let code = wait_exit(&mut child);
-    Outcome {
-        code,
-        stdout: drain(out),
-        stderr: drain(err),
-    }
+    cmd.args(app);
+    run_to_end(cmd)
 }
 
 /// The clean run's output, once per deploy mode.

@@ -10,35 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::inproc;
-use common::suite::{kill_plan, kills_plan, result_lines, run, suite_conf, Run, PI};
+use common::suite::{clean_pi, kill_plan, kills_plan, result_lines, run, run_on, suite_conf, Run, PI};
 use serde_json::Value as Json;
 use sparkyard::conf::SparkConf;
-use sparkyard::deploy::client::{submit_application, ClientArgs, ClientOutcome};
-use sparkyard::logs::ctx::Instrumented;
 use sparkyard::runtime::fault::PlanRun;
-use sparkyard::runtime::{ActorPath, FaultPlan, KillMode, PartitionMode};
-use sparkyard::yarn::records::{
-    ApplicationId, ApplicationReport, FinalApplicationStatus, YarnApplicationState,
-};
-use tokio::sync::OnceCell;
+use sparkyard::runtime::{FaultPlan, KillMode, PartitionMode};
+use sparkyard::yarn::records::FinalApplicationStatus;
 
-/// The printed result of a clean SparkPi run (computed once for the whole file).
-async fn clean_pi() -> &'static Vec<String> {
-    static CLEAN: OnceCell<Vec<String>> = OnceCell::const_new();
-    CLEAN
-        .get_or_init(|| async {
-            let r = run(PI, suite_conf(&[]), None).await;
-            r.assert_succeeded();
-            result_lines(&r.output)
-        })
-        .await
-}
-
-/// `suite::run`, following the application as a Client that rides out a restart of the
-/// ResourceManager: a report that fails (the dying RM dropped the question, or its new
-/// incarnation is not registered yet) is asked for again, every 10 ms for at most 60 s.
-/// (The Client learns to do so in the submit side's part of issue 6; until then the
-/// suite's `run` ends at the first failed report.)
+/// `suite::run` with the plan started before the node is handed over (the Client rides out
+/// the ResourceManager's restarts: a report that fails is asked for again).
 async fn run_through_rm_restarts(app: (&str, &[&str]), conf: Arc<SparkConf>, plan: FaultPlan) -> Run {
     sparkyard::apps::register_operations();
     let node = inproc::node().await;
@@ -91,82 +71,15 @@ async fn run_killing_on_record(
     follow(node, app, suite_conf(&[]), None).await
 }
 
-/// Submits `app` and follows it to its end (see [`run_through_rm_restarts`]).
+/// Submits `app` and follows it to its end as the Client does (it rides out a restart of
+/// the ResourceManager, and says "Failed to contact YARN" when no RM answers any more).
 async fn follow(
     node: inproc::Node,
     app: (&str, &[&str]),
     conf: Arc<SparkConf>,
     plan: Option<PlanRun>,
 ) -> Run {
-    let args = ClientArgs {
-        conf,
-        main_class: app.0.into(),
-        primary_resource: "tests.jar".into(),
-        app_args: app.1.iter().map(|s| s.to_string()).collect(),
-        client_mode_driver: None,
-    };
-    let ctx = node.cluster.log_ctx().clone();
-    let rm = node.rm.clone();
-    let app_id = Instrumented::new(async move { submit_application(&rm, &args).await }, ctx)
-        .await
-        .expect("submitted");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let node_root = ActorPath::parse("/node").expect("a path");
-    let report = loop {
-        if let Ok(Ok(report)) = node.rm.report(app_id, None).await {
-            if report.state.is_final() {
-                break report;
-            }
-        } else if !node.cluster.registry().contains(&node_root) {
-            // The node gave up: no RM will answer again (the Client's own words).
-            break failed_report(
-                app_id,
-                &format!("Failed to contact YARN for application {app_id}."),
-            );
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the application ends within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let output = match report.am_container {
-        Some(container) => node.rm.container_output(container).await.unwrap_or_default(),
-        None => String::new(),
-    };
-    let verdict = sparkyard::deploy::client::verdict(&report);
-    Run {
-        outcome: ClientOutcome {
-            app_id,
-            report: Some(report),
-            verdict,
-        },
-        output,
-        plan: plan.as_ref().map(PlanRun::outcomes).unwrap_or_default(),
-        node,
-    }
-}
-
-/// A FAILED report made on the client's side, as the Client makes one when YARN cannot be
-/// reached.
-fn failed_report(app_id: ApplicationId, diagnostics: &str) -> ApplicationReport {
-    ApplicationReport {
-        app_id,
-        current_attempt: None,
-        name: String::new(),
-        queue: String::new(),
-        user: String::new(),
-        app_type: String::new(),
-        host: None,
-        rpc_port: None,
-        tracking_url: None,
-        state: YarnApplicationState::Failed,
-        final_status: FinalApplicationStatus::Failed,
-        diagnostics: diagnostics.to_string(),
-        start_time: 0,
-        finish_time: 0,
-        am_container: None,
-    }
+    run_on(node, app, conf, plan).await
 }
 
 /// The records after the first one that matches `pred`.

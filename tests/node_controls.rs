@@ -12,43 +12,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use common::process::{config_dir, lines, start_node, submit, wait_exit, wait_for, Node, BIN};
+use common::process::{
+    config_dir, lines, run_to_end as run, start_node, submit, wait_exit, wait_for, Node, Out, BIN,
+};
 use serde_json::Value as Json;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn drain(rx: Receiver<String>) -> String {
-    let mut text = String::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
-        text.push_str(&line);
-        text.push('\n');
-    }
-    text
-}
-
-fn run(mut cmd: Command) -> Out {
-    let mut child = cmd
-        .env_remove("RUST_LOG")
-        .env("RUST_BACKTRACE", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (out, err) = (
-        lines(child.stdout.take().unwrap()),
-        lines(child.stderr.take().unwrap()),
-    );
-    let code = wait_exit(&mut child);
-    Out {
-        code,
-        stdout: drain(out),
-        stderr: drain(err),
-    }
-}
 
 /// `sparkyard <args>` pointed at `node` (its address through `--conf`, as a user would).
 fn control(node: &Node, args: &[&str]) -> Out {

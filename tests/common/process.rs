@@ -114,3 +114,42 @@ pub fn submit(node: &Node, args: &[&str]) -> Command {
         .env_remove("RUST_LOG");
     cmd
 }
+
+/// What a finished command gave.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The lines a reader thread collected, until none comes for 10 s.
+pub fn drain(rx: Receiver<String>) -> String {
+    let mut text = String::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+/// Runs `cmd` to its end (bounded by [`wait_exit`]) without `RUST_LOG` and backtraces, and
+/// collects its exit status and outputs.
+pub fn run_to_end(mut cmd: Command) -> Out {
+    let mut child = cmd
+        .env_remove("RUST_LOG")
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, err) = (
+        lines(child.stdout.take().unwrap()),
+        lines(child.stderr.take().unwrap()),
+    );
+    let code = wait_exit(&mut child);
+    Out {
+        code,
+        stdout: drain(out),
+        stderr: drain(err),
+    }
+}

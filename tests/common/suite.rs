@@ -182,6 +182,13 @@ pub async fn run(app: (&str, &[&str]), conf: Arc<SparkConf>, plan: Option<FaultP
     sparkyard::apps::register_operations();
     let node = inproc::node().await;
     let running = plan.map(|p| node.cluster.run_plan(p, "fault-suite"));
+    run_on(node, app, conf, running).await
+}
+
+/// [`run`] on a node the caller prepared (partitions, its own killer), with the plan it
+/// started, if any.
+pub async fn run_on(node: Node, app: (&str, &[&str]), conf: Arc<SparkConf>, running: Option<PlanRun>) -> Run {
+    sparkyard::apps::register_operations();
     let bound = Duration::from_secs(60);
     let submitted = inproc::submit_within(&node, app.0, app.1, conf, bound + Duration::from_secs(5));
     let Ok((outcome, output)) = tokio::time::timeout(bound, submitted).await else {
@@ -209,6 +216,18 @@ pub async fn run(app: (&str, &[&str]), conf: Arc<SparkConf>, plan: Option<FaultP
         output,
         plan,
     }
+}
+
+/// The result lines of a clean SparkPi run ([`PI`]), computed once per test binary.
+pub async fn clean_pi() -> &'static Vec<String> {
+    static CLEAN: tokio::sync::OnceCell<Vec<String>> = tokio::sync::OnceCell::const_new();
+    CLEAN
+        .get_or_init(|| async {
+            let r = run(PI, suite_conf(&[]), None).await;
+            r.assert_succeeded();
+            result_lines(&r.output)
+        })
+        .await
 }
 
 /// The printed result of a clean run of `app` (the reference a run under faults must give).
