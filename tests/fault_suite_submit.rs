@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use common::process::{config_dir, run_to_end, Out, BIN};
-use common::suite::result_lines;
+use common::suite::{position_from, result_lines};
 use serde_json::Value as Json;
 
 /// SparkPi over 40 slices: a result that is a pure function of the slices, and enough tasks
@@ -71,13 +71,7 @@ fn records(log_dir: &Path, extra: &[&str]) -> Vec<Json> {
 
 /// Finds the first record from `from` on that satisfies `pred`.
 fn find(records: &[Json], from: usize, what: &str, pred: impl Fn(&Json) -> bool) -> usize {
-    records
-        .iter()
-        .enumerate()
-        .skip(from)
-        .find(|(_, r)| pred(r))
-        .map(|(i, _)| i)
-        .unwrap_or_else(|| panic!("no {what} after record {from}"))
+    position_from(records, from, pred).unwrap_or_else(|| panic!("no {what} after record {from}"))
 }
 
 /// The story of one kill of `path` in the records: injected, failed with the kill's reason,

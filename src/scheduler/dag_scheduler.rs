@@ -98,15 +98,6 @@ impl DagQueueRef {
             self.queue.lock().wake_sent = false;
         }
     }
-
-    /// Events waiting.
-    pub fn len(&self) -> usize {
-        self.queue.lock().events.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// submitJob: answers the job id (or the reason the job is refused, e.g. a partition that

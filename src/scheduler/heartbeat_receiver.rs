@@ -136,10 +136,6 @@ impl HeartbeatState {
         self.executors.get(executor_id).map(|s| s.last_seen)
     }
 
-    pub fn is_stopped(&self) -> bool {
-        self.stopped
-    }
-
     /// expireDeadHosts' test: executors silent for strictly longer than `timeout_ms` and not
     /// already being expired; they are marked as being expired.
     pub fn expire(&mut self, now: u64, timeout_ms: u64) -> Vec<Expired> {

@@ -323,16 +323,6 @@ impl ListenerBusRef {
         }
     }
 
-    /// Events waiting for the bus.
-    pub fn queued(&self) -> usize {
-        self.counters
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .events
-            .len()
-    }
-
     pub fn endpoint(&self) -> &EndpointRef<LiveListenerBus> {
         &self.bus
     }

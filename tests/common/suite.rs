@@ -61,6 +61,16 @@ pub fn kills_plan(kills: &[(&str, u64, KillMode)]) -> FaultPlan {
     .expect("a valid plan")
 }
 
+/// The index of the first record from `from` on that satisfies `pred`.
+pub fn position_from(records: &[Json], from: usize, pred: impl Fn(&Json) -> bool) -> Option<usize> {
+    records
+        .iter()
+        .enumerate()
+        .skip(from)
+        .find(|(_, r)| pred(r))
+        .map(|(i, _)| i)
+}
+
 /// What a run gave.
 pub struct Run {
     pub node: Node,
@@ -126,18 +136,12 @@ impl Run {
     pub fn assert_killed_and_restarted(&self, path_suffix: &str) -> String {
         let records = self.records();
         let at = |pred: &dyn Fn(&Json) -> bool, from: usize, what: &str| -> usize {
-            records
-                .iter()
-                .enumerate()
-                .skip(from)
-                .find(|(_, r)| pred(r))
-                .map(|(i, _)| i)
-                .unwrap_or_else(|| {
-                    panic!(
-                        "no {what} for {path_suffix} after record {from}; plan {:?}",
-                        self.plan
-                    )
-                })
+            position_from(&records, from, pred).unwrap_or_else(|| {
+                panic!(
+                    "no {what} for {path_suffix} after record {from}; plan {:?}",
+                    self.plan
+                )
+            })
         };
         let ends = |r: &Json| r["actor"].as_str().is_some_and(|a| a.ends_with(path_suffix));
         let injected = at(

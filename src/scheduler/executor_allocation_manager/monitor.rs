@@ -79,17 +79,6 @@ impl ExecutorMonitor {
         self.executors.get(executor_id)
     }
 
-    pub fn executor_ids(&self) -> impl Iterator<Item = &str> {
-        self.executors.keys().map(String::as_str)
-    }
-
-    /// Whether the executor runs no task.
-    pub fn is_idle(&self, executor_id: &str) -> bool {
-        self.executors
-            .get(executor_id)
-            .is_some_and(|t| t.running_tasks == 0)
-    }
-
     /// onExecutorAdded: tracked, idle from now.
     pub fn executor_added(&mut self, executor_id: &str, resource_profile_id: u32, now: u64) {
         let config = self.config.clone();
@@ -177,15 +166,6 @@ impl ExecutorMonitor {
             }
         }
     }
-
-    /// A kill that was not carried out: they may be chosen again.
-    pub fn kill_refused(&mut self, ids: &[String]) {
-        for id in ids {
-            if let Some(t) = self.executors.get_mut(id) {
-                t.pending_removal = false;
-            }
-        }
-    }
 }
 
 /// updateRunningTasks and updateTimeout.
@@ -249,8 +229,6 @@ mod tests {
         m.executors_killed(&["1".to_string()]);
         assert_eq!(m.pending_removal_count(), 1);
         assert_eq!(m.timed_out_executors(60_000), vec![("2".to_string(), 60_000)]);
-        m.kill_refused(&["1".to_string()]);
-        assert_eq!(m.timed_out_executors(60_000).len(), 2);
         m.task_started("9", 10);
         m.task_ended("9", None, 20);
         assert_eq!(m.executor_count(), 2);
