@@ -9,14 +9,27 @@
 //!
 //! Each cluster registers its sink under its id; the tracing layer routes every record by the
 //! `cluster` of its log context, so clusters in one process (parallel tests) never mix.
+//!
+//! A node stays up for days, so what the sink holds open is bounded, whatever runs on it:
+//! a container's files close when its NodeManager sees it end ([`LogSink::close_container`]),
+//! a file nothing wrote to for [`IDLE_CLOSE`] closes, and at most [`MAX_OPEN_FILES`] are open
+//! at once (opening one more closes the least recently written). A closed file opens again,
+//! in append mode, when a record for it comes later.
+//!
+//! A record that cannot be written (its file cannot be opened: no descriptor left, no space,
+//! no permission; or writing it out fails) is counted, never silently lost: the first failure
+//! goes to stderr at once with the file and the error, later ones in one summary line per
+//! [`REPORT_EVERY`] and at the end, and [`LogSink::dropped`] tells the total. A file that
+//! failed is tried again at most once per [`RETRY_OPEN`], so a full descriptor table costs no
+//! system call per record.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -31,23 +44,49 @@ pub const CONTAINER_STDOUT_FILE: &str = "stdout";
 /// this far behind; a clean stop flushes everything).
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
+/// A file nothing wrote to for this long is closed (it opens again if needed).
+pub const IDLE_CLOSE: Duration = Duration::from_secs(10);
+
+/// The most files one sink keeps open.
+pub const MAX_OPEN_FILES: usize = 256;
+
+/// After a file could not be opened or written, how long before it is tried again (records
+/// for it meanwhile are counted as dropped).
+pub const RETRY_OPEN: Duration = Duration::from_secs(1);
+
+/// How often a summary of dropped records goes to stderr while records are being dropped.
+pub const REPORT_EVERY: Duration = Duration::from_secs(10);
+
 /// Buffer of one log file.
 const FILE_BUFFER: usize = 64 * 1024;
+
+/// How many ended containers the sink remembers (see [`LogSink::close_container`]).
+const KEPT_CLOSED: usize = 4096;
+
+/// Flusher ticks between two idle scans (one a second).
+const SCAN_EVERY_TICKS: u64 = 10;
 
 /// One cluster's log destination.
 ///
 /// Records are appended to buffered files (one system call per 64 KiB, not per record,
 /// which matters at a hundred thousand task records a second); a flusher thread writes the
-/// buffers out every [`FLUSH_INTERVAL`] while anything is pending, and dropping the sink (a
-/// cluster's shutdown) flushes the rest.
+/// buffers out every [`FLUSH_INTERVAL`] while anything is pending, closes idle files and
+/// reports dropped records; dropping the sink (a cluster's shutdown) flushes the rest.
 pub struct LogSink {
     /// Unique in the process (the thread-local file cache tells sinks apart by it).
     id: usize,
     dir: Option<PathBuf>,
     clock: Clock,
-    /// Open files by `node \0 app \0 container` (`None`: the file could not be opened).
+    /// The open files (and those that failed and wait for a retry), by [`file_key`].
     files: Mutex<HashMap<String, Arc<LogFile>>>,
+    /// Containers whose files were closed because they ended, most recent last (at most
+    /// [`KEPT_CLOSED`]): a record for one of them (its completion, seen by the NodeManager
+    /// and the ResourceManager) is appended with a file opened and closed for it alone.
+    closed: Mutex<ClosedOwners>,
+    /// Flusher ticks so far: a file's `last_tick` says how recently it was written.
+    tick: AtomicU64,
     dirty: AtomicBool,
+    drops: DropCounter,
     capture: Option<Mutex<Vec<Value>>>,
 }
 
@@ -62,8 +101,110 @@ impl std::fmt::Debug for LogSink {
     }
 }
 
-/// One open log file (`None` once it could not be opened or written).
-type LogFile = Mutex<Option<BufWriter<File>>>;
+/// One log file of the sink: where it is, whose it is, and its state.
+struct LogFile {
+    path: PathBuf,
+    /// The container it belongs to (`app \0 container`), empty for a node's file.
+    owner: String,
+    /// The sink's tick at its last write (for idle closing and eviction).
+    last_tick: AtomicU64,
+    /// Not in the map: closed after each write (its container ended).
+    once: AtomicBool,
+    state: Mutex<FileState>,
+}
+
+enum FileState {
+    /// Not opened yet (opened by the first write).
+    New,
+    /// Open, with the number of records written since its last successful flush (lost and
+    /// counted if that flush fails).
+    Open { writer: BufWriter<File>, unflushed: u64 },
+    /// Could not be opened or written: records are counted as dropped until `retry_at`.
+    Failed { retry_at: Instant },
+    /// Closed by the sink: a holder of this handle must look the file up again.
+    Closed,
+}
+
+/// The owners (see [`LogFile::owner`]) of the containers that ended, oldest first.
+#[derive(Default)]
+struct ClosedOwners {
+    order: std::collections::VecDeque<String>,
+    set: std::collections::HashSet<String>,
+}
+
+impl ClosedOwners {
+    fn insert(&mut self, owner: String) {
+        if self.set.insert(owner.clone()) {
+            self.order.push_back(owner);
+        }
+        while self.order.len() > KEPT_CLOSED {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+}
+
+/// What became of one write.
+enum Written {
+    Ok,
+    /// The file was closed meanwhile: look it up again.
+    Closed,
+    Dropped,
+}
+
+/// Dropped records: how many, and what stderr has been told.
+#[derive(Default)]
+struct DropCounter {
+    total: AtomicU64,
+    /// The total when stderr was last told.
+    reported: AtomicU64,
+    /// The last failure (file and error) and when stderr was last told.
+    last: Mutex<(String, Option<Instant>)>,
+}
+
+impl DropCounter {
+    /// Counts `n` records lost to `problem` (names the file and the error); the first
+    /// failure of the sink is reported at once.
+    fn count(&self, n: u64, problem: String) {
+        if n == 0 {
+            return;
+        }
+        let before = self.total.fetch_add(n, Ordering::Relaxed);
+        let mut last = lock(&self.last);
+        if before == 0 && last.1.is_none() {
+            eprintln!(
+                "sparkyard: {problem}; the log records it cannot take are counted and dropped \
+                 (a summary follows every {})",
+                humantime::format_duration(REPORT_EVERY)
+            );
+            self.reported.store(before + n, Ordering::Relaxed);
+            last.1 = Some(Instant::now());
+        }
+        last.0 = problem;
+    }
+
+    /// Tells stderr how many records were dropped since it was last told, if any and if
+    /// `force` or [`REPORT_EVERY`] has passed.
+    fn report(&self, force: bool) {
+        let total = self.total.load(Ordering::Relaxed);
+        let reported = self.reported.load(Ordering::Relaxed);
+        if total == reported {
+            return;
+        }
+        let mut last = lock(&self.last);
+        if !force && last.1.is_some_and(|t| t.elapsed() < REPORT_EVERY) {
+            return;
+        }
+        eprintln!(
+            "sparkyard: {} log record(s) could not be written since the last report ({total} in all); last problem: {}",
+            total - reported,
+            last.0
+        );
+        self.reported.store(total, Ordering::Relaxed);
+        last.1 = Some(Instant::now());
+    }
+}
 
 /// The file a thread wrote its last record to: (sink, node, app, container) and the file.
 /// A thread logs for one actor at a time, so this spares the map lookup almost always.
@@ -77,6 +218,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The key of a file in the sink's map: its kind, then its node, app and container.
+fn file_key(kind: char, node: &str, app: &str, container: &str) -> String {
+    format!("{kind}\0{node}\0{app}\0{container}")
+}
+
+/// The owner of a container's files (see [`LogFile::owner`]).
+fn owner(app: &str, container: &str) -> String {
+    if app.is_empty() || container.is_empty() {
+        String::new()
+    } else {
+        format!("{app}\0{container}")
+    }
+}
+
 impl LogSink {
     /// A sink writing under `dir` (if any) and keeping records in memory if `capture`.
     pub fn new(dir: Option<PathBuf>, capture: bool, clock: Clock) -> LogSink {
@@ -86,13 +241,16 @@ impl LogSink {
             dir,
             clock,
             files: Mutex::new(HashMap::new()),
+            closed: Mutex::new(ClosedOwners::default()),
+            tick: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
+            drops: DropCounter::default(),
             capture: capture.then(|| Mutex::new(Vec::new())),
         }
     }
 
-    /// Starts the thread that flushes this sink's files while it lives (a sink without a
-    /// directory needs none).
+    /// Starts the thread that, while this sink lives, flushes its files, closes idle ones
+    /// and reports dropped records (a sink without a directory needs none).
     pub fn start_flusher(sink: &Arc<LogSink>) {
         if sink.dir.is_none() {
             return;
@@ -103,8 +261,13 @@ impl LogSink {
             .spawn(move || loop {
                 std::thread::sleep(FLUSH_INTERVAL);
                 let Some(sink) = weak.upgrade() else { break };
+                let tick = sink.tick.fetch_add(1, Ordering::Relaxed) + 1;
                 if sink.dirty.swap(false, Ordering::AcqRel) {
                     sink.flush();
+                }
+                if tick % SCAN_EVERY_TICKS == 0 {
+                    sink.close_idle(tick);
+                    sink.drops.report(false);
                 }
             });
     }
@@ -121,6 +284,16 @@ impl LogSink {
     /// The clock whose wall time stamps this cluster's records.
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// How many records (and lines of output) could not be written so far.
+    pub fn dropped(&self) -> u64 {
+        self.drops.total.load(Ordering::Relaxed)
+    }
+
+    /// How many files are open now (or wait for a retry after a failure).
+    pub fn open_files(&self) -> usize {
+        lock(&self.files).len()
     }
 
     /// The file a record with these ids belongs in.
@@ -173,76 +346,261 @@ impl LogSink {
             app_id.unwrap_or(""),
             container_id.unwrap_or(""),
         );
-        let me = self.id;
-        let cached = LAST_FILE
-            .try_with(|last| {
-                last.borrow().as_ref().and_then(|(s, n, a, c, f)| {
-                    (*s == me && n == node && a == app && c == container).then(|| f.clone())
-                })
-            })
-            .ok()
-            .flatten();
-        let file = match cached {
-            Some(f) => f,
-            None => {
-                let key = format!("{node}\0{app}\0{container}");
-                let f = lock(&self.files)
-                    .entry(key)
-                    .or_insert_with(|| {
-                        let path =
-                            Self::file_for(dir, Some(node).filter(|n| !n.is_empty()), app_id, container_id);
-                        Arc::new(Mutex::new(open(&path)))
-                    })
-                    .clone();
-                let _ = LAST_FILE.try_with(|last| {
-                    *last.borrow_mut() = Some((me, node.into(), app.into(), container.into(), f.clone()))
-                });
-                f
-            }
+        // A record's file is one of a container's, or its node's.
+        let (node, app, container) = if app.is_empty() || container.is_empty() {
+            (node, "", "")
+        } else {
+            (node, app, container)
         };
-        let mut slot = lock(&file);
-        if let Some(writer) = slot.as_mut() {
-            if let Err(e) = writer.write_all(line).and_then(|_| writer.write_all(b"\n")) {
-                eprintln!("sparkyard: cannot write a log file: {e}; its records are dropped");
-                *slot = None;
+        let me = self.id;
+        // Twice at most: a cached handle may have been closed since.
+        for _ in 0..2 {
+            let cached = LAST_FILE
+                .try_with(|last| {
+                    last.borrow().as_ref().and_then(|(s, n, a, c, f)| {
+                        (*s == me && n == node && a == app && c == container).then(|| f.clone())
+                    })
+                })
+                .ok()
+                .flatten();
+            let file = match cached {
+                Some(f) => f,
+                None => {
+                    let key = if app.is_empty() {
+                        file_key('r', node, "", "")
+                    } else {
+                        file_key('r', "", app, container)
+                    };
+                    let f = self.lookup(key, || {
+                        (
+                            Self::file_for(
+                                dir,
+                                Some(node).filter(|n| !n.is_empty()),
+                                Some(app).filter(|a| !a.is_empty()),
+                                Some(container).filter(|c| !c.is_empty()),
+                            ),
+                            owner(app, container),
+                        )
+                    });
+                    let _ = LAST_FILE.try_with(|last| {
+                        *last.borrow_mut() = Some((me, node.into(), app.into(), container.into(), f.clone()))
+                    });
+                    f
+                }
+            };
+            match self.write_to(&file, line, true) {
+                Written::Ok => {
+                    self.dirty.store(true, Ordering::Release);
+                    return;
+                }
+                Written::Dropped => return,
+                Written::Closed => {
+                    let _ = LAST_FILE.try_with(|last| *last.borrow_mut() = None);
+                }
             }
         }
-        drop(slot);
-        self.dirty.store(true, Ordering::Release);
+        self.drops.count(
+            1,
+            "a log file was closed twice while a record was being written".into(),
+        );
     }
 
-    /// Appends application output to a container's `stdout` file.
+    /// Appends application output to a container's `stdout` file (written out at once).
     pub fn append_stdout(&self, app_id: &str, container_id: &str, text: &str) {
         let Some(dir) = &self.dir else { return };
-        let path = dir
-            .join("apps")
-            .join(app_id)
-            .join(container_id)
-            .join(CONTAINER_STDOUT_FILE);
-        self.append(&path, text.as_bytes(), false);
+        for _ in 0..2 {
+            let file = self.lookup(file_key('o', "", app_id, container_id), || {
+                (
+                    dir.join("apps")
+                        .join(app_id)
+                        .join(container_id)
+                        .join(CONTAINER_STDOUT_FILE),
+                    owner(app_id, container_id),
+                )
+            });
+            match self.write_to(&file, text.as_bytes(), false) {
+                Written::Ok | Written::Dropped => return,
+                Written::Closed => {}
+            }
+        }
+        self.drops.count(
+            1,
+            "a log file was closed twice while output was being written".into(),
+        );
     }
 
-    fn append(&self, path: &Path, bytes: &[u8], newline: bool) {
-        let file = lock(&self.files)
-            .entry(path.to_string_lossy().into_owned())
-            .or_insert_with(|| Arc::new(Mutex::new(open(path))))
-            .clone();
-        let mut slot = lock(&file);
-        if let Some(writer) = slot.as_mut() {
-            let res = writer.write_all(bytes).and_then(|_| {
-                if newline {
-                    writer.write_all(b"\n")
-                } else {
-                    writer.flush()
-                }
-            });
-            if let Err(e) = res {
-                eprintln!(
-                    "sparkyard: cannot write log file {}: {e}; its records are dropped",
-                    path.display()
-                );
-                *slot = None;
+    /// The file under `key`, made (not opened yet) by `make` if it is not in the map. Making
+    /// one more than [`MAX_OPEN_FILES`] first closes the least recently written.
+    fn lookup(&self, key: String, make: impl FnOnce() -> (PathBuf, String)) -> Arc<LogFile> {
+        let mut files = lock(&self.files);
+        if let Some(f) = files.get(&key) {
+            return f.clone();
+        }
+        let (path, owner) = make();
+        let file = Arc::new(LogFile {
+            path,
+            owner,
+            last_tick: AtomicU64::new(self.tick.load(Ordering::Relaxed)),
+            once: AtomicBool::new(false),
+            state: Mutex::new(FileState::New),
+        });
+        if !file.owner.is_empty() && lock(&self.closed).set.contains(&file.owner) {
+            // Its container ended: this record is appended with a file of its own, closed
+            // at once (see `write_to`), and the map keeps nothing open for it.
+            file.once.store(true, Ordering::Relaxed);
+            return file;
+        }
+        let mut evicted = Vec::new();
+        while files.len() >= MAX_OPEN_FILES {
+            let Some(oldest) = files
+                .iter()
+                .min_by_key(|(_, f)| f.last_tick.load(Ordering::Relaxed))
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            evicted.extend(files.remove(&oldest));
+        }
+        files.insert(key, file.clone());
+        drop(files);
+        for f in evicted {
+            self.close_file(&f);
+        }
+        file
+    }
+
+    /// Appends `bytes` (and a newline if `record`) to `file`, opening it if needed. A
+    /// container's output (`record` false) is written out at once.
+    fn write_to(&self, file: &LogFile, bytes: &[u8], record: bool) -> Written {
+        file.last_tick
+            .store(self.tick.load(Ordering::Relaxed), Ordering::Relaxed);
+        let mut state = lock(&file.state);
+        match &*state {
+            FileState::Closed => return Written::Closed,
+            FileState::Failed { retry_at } if Instant::now() < *retry_at => {
+                self.drops
+                    .count(1, format!("cannot write log file {}", file.path.display()));
+                return Written::Dropped;
             }
+            FileState::Open { .. } => {}
+            FileState::New | FileState::Failed { .. } => match open(&file.path) {
+                Ok(f) => {
+                    *state = FileState::Open {
+                        writer: BufWriter::with_capacity(FILE_BUFFER, f),
+                        unflushed: 0,
+                    }
+                }
+                Err(e) => {
+                    *state = FileState::Failed {
+                        retry_at: Instant::now() + RETRY_OPEN,
+                    };
+                    self.drops
+                        .count(1, format!("cannot open log file {}: {e}", file.path.display()));
+                    return Written::Dropped;
+                }
+            },
+        }
+        let FileState::Open { writer, unflushed } = &mut *state else {
+            return Written::Dropped;
+        };
+        let result = writer.write_all(bytes).and_then(|_| {
+            if record {
+                writer.write_all(b"\n")
+            } else {
+                writer.flush()
+            }
+        });
+        match result {
+            Ok(()) if file.once.load(Ordering::Relaxed) => {
+                *unflushed += 1;
+                self.flush_file(file, &mut state);
+                discard(std::mem::replace(&mut *state, FileState::Closed));
+                Written::Ok
+            }
+            Ok(()) if record => {
+                *unflushed += 1;
+                Written::Ok
+            }
+            Ok(()) => {
+                *unflushed = 0;
+                Written::Ok
+            }
+            Err(e) => {
+                // What the buffer held is lost with this one.
+                let lost = *unflushed + 1;
+                discard(std::mem::replace(
+                    &mut *state,
+                    FileState::Failed {
+                        retry_at: Instant::now() + RETRY_OPEN,
+                    },
+                ));
+                self.drops.count(
+                    lost,
+                    format!("cannot write log file {}: {e}", file.path.display()),
+                );
+                Written::Dropped
+            }
+        }
+    }
+
+    /// Writes out a file's buffer; records it held are counted as dropped if that fails.
+    fn flush_file(&self, file: &LogFile, state: &mut FileState) {
+        if let FileState::Open { writer, unflushed } = state {
+            match writer.flush() {
+                Ok(()) => *unflushed = 0,
+                Err(e) => {
+                    let lost = *unflushed;
+                    discard(std::mem::replace(
+                        state,
+                        FileState::Failed {
+                            retry_at: Instant::now() + RETRY_OPEN,
+                        },
+                    ));
+                    self.drops.count(
+                        lost,
+                        format!("cannot write log file {}: {e}", file.path.display()),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Flushes and closes a file no longer in the map.
+    fn close_file(&self, file: &LogFile) {
+        let mut state = lock(&file.state);
+        self.flush_file(file, &mut state);
+        discard(std::mem::replace(&mut *state, FileState::Closed));
+    }
+
+    /// Closes the files of a container that ended (its records and its output). A record
+    /// that comes for it later opens the file again.
+    pub fn close_container(&self, app_id: &str, container_id: &str) {
+        let owner = owner(app_id, container_id);
+        if owner.is_empty() {
+            return;
+        }
+        lock(&self.closed).insert(owner.clone());
+        self.close_where(|f| f.owner == owner);
+    }
+
+    /// Closes the files nothing wrote to for [`IDLE_CLOSE`] (`tick` is the flusher's).
+    fn close_idle(&self, tick: u64) {
+        let idle_ticks = (IDLE_CLOSE.as_millis() / FLUSH_INTERVAL.as_millis()) as u64;
+        self.close_where(|f| tick.saturating_sub(f.last_tick.load(Ordering::Relaxed)) >= idle_ticks);
+    }
+
+    fn close_where(&self, which: impl Fn(&LogFile) -> bool) {
+        let closing: Vec<Arc<LogFile>> = {
+            let mut files = lock(&self.files);
+            let keys: Vec<String> = files
+                .iter()
+                .filter(|(_, f)| which(f))
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter().filter_map(|k| files.remove(k)).collect()
+        };
+        for f in closing {
+            self.close_file(&f);
         }
     }
 
@@ -250,9 +608,8 @@ impl LogSink {
     pub fn flush(&self) {
         let files: Vec<Arc<LogFile>> = lock(&self.files).values().cloned().collect();
         for f in files {
-            if let Some(w) = lock(&f).as_mut() {
-                let _ = w.flush();
-            }
+            let mut state = lock(&f.state);
+            self.flush_file(&f, &mut state);
         }
     }
 
@@ -276,27 +633,25 @@ impl LogSink {
     }
 }
 
-fn open(path: &Path) -> Option<BufWriter<File>> {
-    let result = path
-        .parent()
-        .map(std::fs::create_dir_all)
-        .unwrap_or(Ok(()))
-        .and_then(|_| OpenOptions::new().create(true).append(true).open(path));
-    match result {
-        Ok(f) => Some(BufWriter::with_capacity(FILE_BUFFER, f)),
-        Err(e) => {
-            eprintln!(
-                "sparkyard: cannot open log file {}: {e}; its records are dropped",
-                path.display()
-            );
-            None
-        }
+/// Closes a file's writer without writing what its buffer still holds (already written out,
+/// or already counted as lost).
+fn discard(state: FileState) {
+    if let FileState::Open { writer, .. } = state {
+        let _ = writer.into_parts();
     }
+}
+
+fn open(path: &Path) -> std::io::Result<File> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    OpenOptions::new().create(true).append(true).open(path)
 }
 
 impl Drop for LogSink {
     fn drop(&mut self) {
         self.flush();
+        self.drops.report(true);
     }
 }
 
@@ -327,4 +682,94 @@ pub fn sink_for(id: &str) -> Option<Arc<LogSink>> {
         .unwrap_or_else(|p| p.into_inner())
         .get(id)
         .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sink(dir: &Path) -> LogSink {
+        LogSink::new(Some(dir.to_path_buf()), false, Clock::real())
+    }
+
+    fn record(sink: &LogSink, app: &str, container: &str, line: &str) {
+        sink.write_line(Some("n1"), Some(app), Some(container), line.as_bytes(), None);
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_container_that_ends_has_its_files_closed_and_later_records_still_appended() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let sink = sink(tmp.path());
+        record(&sink, "app_1", "c_1", "first");
+        sink.append_stdout("app_1", "c_1", "out\n");
+        sink.write_line(Some("n1"), None, None, b"node record", None);
+        assert_eq!(sink.open_files(), 3);
+
+        sink.close_container("app_1", "c_1");
+        assert_eq!(sink.open_files(), 1, "only the node's file stays open");
+
+        // The NodeManager's record of the container's completion comes after it ended.
+        record(&sink, "app_1", "c_1", "late");
+        assert_eq!(sink.open_files(), 1, "a late record keeps nothing open");
+        let path = LogSink::file_for(tmp.path(), Some("n1"), Some("app_1"), Some("c_1"));
+        assert_eq!(lines(&path), ["first", "late"]);
+        assert_eq!(sink.dropped(), 0);
+    }
+
+    #[test]
+    fn no_more_than_the_cap_of_files_is_open_and_no_record_is_lost() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let sink = sink(tmp.path());
+        let containers = MAX_OPEN_FILES + 40;
+        for round in 0..2 {
+            for c in 0..containers {
+                record(&sink, "app_1", &format!("c_{c}"), &format!("r{round}"));
+                assert!(sink.open_files() <= MAX_OPEN_FILES);
+            }
+        }
+        sink.flush();
+        for c in 0..containers {
+            let path = LogSink::file_for(tmp.path(), None, Some("app_1"), Some(&format!("c_{c}")));
+            assert_eq!(lines(&path), ["r0", "r1"], "container c_{c}");
+        }
+        assert_eq!(sink.dropped(), 0);
+    }
+
+    #[test]
+    fn records_that_cannot_be_written_are_counted() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // The log directory is a regular file: nothing under it can be opened.
+        let not_a_dir = tmp.path().join("plain");
+        std::fs::write(&not_a_dir, "x").expect("write");
+        let sink = sink(&not_a_dir);
+        for i in 0..5 {
+            record(&sink, "app_1", "c_1", &format!("r{i}"));
+        }
+        sink.write_line(Some("n1"), None, None, b"node record", None);
+        assert_eq!(sink.dropped(), 6);
+    }
+
+    #[test]
+    fn files_nothing_wrote_to_close_when_idle() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let sink = sink(tmp.path());
+        record(&sink, "app_1", "c_1", "old");
+        let idle_ticks = (IDLE_CLOSE.as_millis() / FLUSH_INTERVAL.as_millis()) as u64;
+        sink.tick.store(idle_ticks, Ordering::Relaxed);
+        record(&sink, "app_1", "c_2", "recent");
+        sink.close_idle(idle_ticks);
+        assert_eq!(sink.open_files(), 1, "c_1 was idle, c_2 was not");
+        record(&sink, "app_1", "c_1", "again");
+        sink.flush();
+        let path = LogSink::file_for(tmp.path(), None, Some("app_1"), Some("c_1"));
+        assert_eq!(lines(&path), ["old", "again"]);
+    }
 }

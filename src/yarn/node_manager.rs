@@ -368,6 +368,12 @@ impl NodeManager {
             return;
         };
         let reason = reason.or_else(|| record.cell.as_ref().and_then(|c| c.final_reason()));
+        // The container is gone: its log files close (YARN closes a container's log files
+        // when its process ends).
+        self.me
+            .cluster()
+            .logs()
+            .close_container(&record.app_id.to_string(), &id.to_string());
         if record.stop.is_none()
             && matches!(
                 reason,
@@ -575,6 +581,10 @@ impl Handler<StartContainer> for NodeManager {
                 output.println(&problem);
                 tracing::warn!(container_id = %id, "Container {id} failed to start: {}", problem.lines().next().unwrap_or(""));
                 self.state.lock().remember(id, output);
+                self.me
+                    .cluster()
+                    .logs()
+                    .close_container(&id.attempt.app.to_string(), &id.to_string());
                 self.report(
                     ContainerStatus {
                         container_id: id,
