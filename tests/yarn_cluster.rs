@@ -654,3 +654,137 @@ async fn an_executor_ask_above_the_maximum_vcores_is_refused_by_yarn_and_fails_t
     let m = msgs(&node);
     find_after(&m, 0, "Final app status: FAILED, exitCode: 10");
 }
+
+/// Polls `app`'s report (at most 30 s) until `done` holds for it; answers that report.
+async fn report_until(
+    node: &Node,
+    app: sparkyard::yarn::records::ApplicationId,
+    what: &str,
+    done: impl Fn(&sparkyard::yarn::records::ApplicationReport) -> bool,
+) -> sparkyard::yarn::records::ApplicationReport {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Ok(r)) = node.rm.report(app, None).await {
+            if done(&r) {
+                return r;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {app}: {what}; last report {r:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn submitted(node: &Node, args: &ClientArgs) -> sparkyard::yarn::records::ApplicationId {
+    let ctx = node.cluster.log_ctx().clone();
+    let (rm, a) = (node.rm.clone(), args.clone());
+    Instrumented::new(async move { submit_application(&rm, &a).await }, ctx)
+        .await
+        .expect("submitted")
+}
+
+#[actix_rt::test]
+async fn an_application_waits_accepted_while_the_queues_am_limit_is_reached() {
+    // Three 8 GB nodes: AMs may hold 0.1 × 24576 MB, rounded up to 3072 MB, so one 2 GB AM.
+    let node = node(three_nodes()).await;
+    let holder = ClientArgs {
+        main_class: "sparkyard.examples.SleepTasks".into(),
+        app_args: ["--tasks", "1", "--ms", "600000"].map(String::from).to_vec(),
+        ..args(conf(&[]), &[])
+    };
+    let first = submitted(&node, &holder).await;
+    report_until(&node, first, "RUNNING", |r| {
+        r.state == YarnApplicationState::Running
+    })
+    .await;
+
+    let waiting_args = args(conf(&[]), &[]);
+    let waiting = submitted(&node, &waiting_args).await;
+    let report = report_until(&node, waiting, "held back by the AM limit", |r| {
+        r.diagnostics.contains("Queue's AM resource limit exceeded")
+    })
+    .await;
+    assert_eq!(report.state, YarnApplicationState::Accepted);
+    assert!(report.am_container.is_none(), "{report:?}");
+    let d = &report.diagnostics;
+    assert!(d.starts_with('[') && d.contains(" +0000 "), "{d}");
+    assert!(
+        d.contains(
+            "] Application is added to the scheduler and is not yet activated. Queue's AM resource limit exceeded.  Details : AM Partition = <DEFAULT_PARTITION>; AM Resource Request = <memory:2048, vCores:1>; Queue Resource Limit for AM = <memory:3072, vCores:1>; User AM Resource Limit of the queue = <memory:3072, vCores:1>; Queue AM Resource Usage = <memory:2048, vCores:1>; "
+        ),
+        "{d}"
+    );
+
+    // The first ends: the waiting one is activated and runs to its end.
+    node.rm.kill(first, "").await.expect("killed");
+    let rm = node.rm.clone();
+    let ctx = node.cluster.log_ctx().clone();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        Instrumented::new(
+            async move { follow_application(&rm, &waiting_args, waiting).await },
+            ctx,
+        ),
+    )
+    .await
+    .expect("the waiting application ends within 30 s");
+    assert_eq!(outcome.verdict, Ok(()), "{:?}", outcome.report);
+    let m = msgs(&node);
+    let activated = |app: &str| format!("Application {app} from user: ");
+    let first_at = find_after(&m, 0, &activated(&first.to_string()));
+    find_after(&m, first_at, &activated(&waiting.to_string()));
+}
+
+#[actix_rt::test]
+async fn concurrent_submissions_all_succeed_with_one_am_at_a_time() {
+    let node = node(three_nodes()).await;
+    let runs = (0..8).map(|_| run(&node, args(conf(&[]), &[])));
+    let outcomes = tokio::time::timeout(Duration::from_secs(60), futures_util::future::join_all(runs))
+        .await
+        .expect("eight applications end within 60 s");
+    for o in &outcomes {
+        assert_eq!(o.verdict, Ok(()), "{} {:?}", o.app_id, o.report);
+    }
+    // Whatever the order, no activation ever took AMs beyond the limit: one 2 GB AM.
+    let activations: Vec<Value> = records(&node)
+        .into_iter()
+        .filter(|r| {
+            r["msg"]
+                .as_str()
+                .is_some_and(|m| m.contains(" activated in queue: default"))
+        })
+        .collect();
+    assert_eq!(activations.len(), 8);
+    for a in &activations {
+        assert_eq!(a["am_used"], "<memory:2048, vCores:1>", "{a}");
+        assert_eq!(a["am_limit"], "<memory:3072, vCores:1>", "{a}");
+    }
+}
+
+#[actix_rt::test]
+async fn only_the_most_recent_completed_applications_are_kept() {
+    let mut yarn = SparkConf::new();
+    yarn.set("yarn.resourcemanager.max-completed-applications", "2");
+    let (cluster, rm) = common::embedded_node_with(&three_nodes(), &yarn).await;
+    let node = Node { cluster, rm };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let outcome = run(&node, args(conf(&[]), &[])).await;
+        assert_eq!(outcome.verdict, Ok(()));
+        ids.push(outcome.app_id);
+    }
+    // The oldest is forgotten, as YARN's RMAppManager forgets it.
+    match node.rm.report(ids[0], None).await {
+        Ok(Err(e)) => assert!(e.to_string().contains(&ids[0].to_string()), "{e}"),
+        other => panic!("{} should be forgotten: {other:?}", ids[0]),
+    }
+    for id in &ids[1..] {
+        let r = node.rm.report(*id, None).await.expect("answered").expect("kept");
+        assert_eq!(r.final_status, FinalApplicationStatus::Succeeded);
+    }
+    assert!(msgs(&node)
+        .iter()
+        .any(|m| m.contains(&format!("Application {} removed", ids[0]))));
+}

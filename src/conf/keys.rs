@@ -789,6 +789,17 @@ keys! {
         ConfEntry::new("yarn.scheduler.capacity.root.queues", ListKind, "default")
             .check(|q| !q.is_empty(), "must name at least one queue");
 
+    /// Most of a queue's resources ApplicationMasters may hold, as a fraction (0.1 is ten
+    /// per cent); at least one AM always runs. The rest wait ACCEPTED, in submission order.
+    MAXIMUM_AM_RESOURCE_PERCENT: F64Entry =
+        ConfEntry::new("yarn.scheduler.capacity.maximum-am-resource-percent", FloatKind, "0.1")
+            .check(|v| (0.0..=1.0).contains(v), "must be between 0 and 1");
+
+    /// Finished applications the ResourceManager keeps (their reports; older ones are
+    /// forgotten, oldest first).
+    RM_MAX_COMPLETED_APPLICATIONS: U64Entry =
+        ConfEntry::new("yarn.resourcemanager.max-completed-applications", IntKind::new(), "1000");
+
     /// Period of NodeManager heartbeats to the RM. Bare numbers are milliseconds.
     RM_NM_HEARTBEAT_INTERVAL_MS: TimeEntry =
         ConfEntry::new("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", MS, "1000")
@@ -996,6 +1007,8 @@ mod tests {
         assert_eq!(c.get(&NM_VCORES), Ok(8));
         assert_eq!(c.get(&RM_AM_EXPIRY_INTERVAL_MS), Ok(Duration::from_secs(600)));
         assert_eq!(c.get(&CAPACITY_ROOT_QUEUES), Ok(vec!["default".to_string()]));
+        assert_eq!(c.get(&MAXIMUM_AM_RESOURCE_PERCENT), Ok(0.1));
+        assert_eq!(c.get(&RM_MAX_COMPLETED_APPLICATIONS), Ok(1000));
         assert_eq!(c.get(&RM_NM_HEARTBEAT_INTERVAL_MS), Ok(Duration::from_secs(1)));
         assert_eq!(c.get(&SUPERVISOR_MAX_RESTARTS), Ok(3));
         assert_eq!(c.get(&SUPERVISOR_RESTART_PERIOD), Ok(Duration::from_secs(5)));

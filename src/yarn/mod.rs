@@ -4,6 +4,7 @@
 
 pub mod client_rm_service;
 pub mod client_service;
+pub mod leaf_queue;
 pub mod node;
 pub mod node_manager;
 pub mod protocol;

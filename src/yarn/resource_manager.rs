@@ -16,6 +16,12 @@
 //! container was preempted, aborted (its node lost), lost to a disk failure or killed by the
 //! RM does not count towards that maximum.
 //!
+//! Each queue holds its ApplicationMasters to `maximum-am-resource-percent` of the cluster
+//! ([`super::leaf_queue::LeafQueue`]): an attempt's AM container is placed only once its
+//! queue activated it; the others wait ACCEPTED, in submission order, with YARN's
+//! diagnostics, and start as attempts end. At most `max-completed-applications` finished
+//! applications are kept; older ones are forgotten, oldest first.
+//!
 //! Restarts: its applications, attempts and nodes are kept by its supervisor
 //! ([`RmState`]), so a restarted RM still knows them; what was queued in its mailbox is lost
 //! with it, and the peers make up for it. Report waiters are dropped (clients ask again).
@@ -36,7 +42,7 @@
 //! [`ask_rm`], which retries while the RM cannot be reached (its mailbox died with the ask,
 //! or its new incarnation is not registered yet), as Hadoop's RM proxy does on failover.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use actix::dev::ToEnvelope;
@@ -44,6 +50,7 @@ use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use super::leaf_queue::{self, Decision, LeafQueue};
 use super::node_manager::{node_manager_path, NodeManager, Resync, LOST_CONTAINER};
 use super::protocol::*;
 use super::records::*;
@@ -108,6 +115,10 @@ pub struct RmConfig {
     pub minimum_allocation: Resource,
     pub maximum_allocation: Resource,
     pub ask_timeout: Duration,
+    /// yarn.scheduler.capacity.maximum-am-resource-percent, per queue.
+    pub max_am_resource_percent: f64,
+    /// yarn.resourcemanager.max-completed-applications.
+    pub max_completed_applications: usize,
 }
 
 impl RmConfig {
@@ -130,6 +141,11 @@ impl RmConfig {
                     .unwrap_or(4),
             ),
             ask_timeout: Duration::from_secs(30),
+            max_am_resource_percent: conf.get(&conf::MAXIMUM_AM_RESOURCE_PERCENT).unwrap_or(0.1),
+            max_completed_applications: conf
+                .get(&conf::RM_MAX_COMPLETED_APPLICATIONS)
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                .unwrap_or(1000),
         }
     }
 }
@@ -156,6 +172,9 @@ struct RmAttempt {
     last_response: Option<AllocateResponse>,
     /// The AM container's exit status once it ended.
     am_exit_status: Option<i32>,
+    /// What the scheduler says of its AM container until the AM registers (YARN's AM
+    /// launch diagnostics: not activated, activated, assigned, launched).
+    am_diagnostics: String,
 }
 
 impl RmAttempt {
@@ -210,7 +229,12 @@ impl RmApp {
             tracking_url: cur.and_then(|a| a.tracking_url.clone()).filter(|u| !u.is_empty()),
             state: self.state,
             final_status: self.final_status,
-            diagnostics: self.diagnostics.clone(),
+            // RMAppImpl.getDiagnostics: the attempt's AM launch diagnostics while the
+            // application has none of its own.
+            diagnostics: match cur {
+                Some(a) if self.diagnostics.is_empty() => a.am_diagnostics.clone(),
+                _ => self.diagnostics.clone(),
+            },
             start_time: self.start_time,
             finish_time: self.finish_time,
             am_container: cur.and_then(|a| a.am_container.as_ref().map(|c| c.id)),
@@ -230,6 +254,11 @@ pub struct RmState {
     scheduler: Scheduler,
     /// Where each container ran, for fetching its output after it ended.
     container_hosts: BTreeMap<ContainerId, String>,
+    /// The AM accounting of each queue, by name.
+    queues: BTreeMap<String, LeafQueue>,
+    /// Applications in a final state, in the order they ended: beyond
+    /// `max-completed-applications` the oldest is forgotten.
+    completed: VecDeque<ApplicationId>,
 }
 
 impl RmState {
@@ -240,6 +269,56 @@ impl RmState {
             apps: BTreeMap::new(),
             scheduler: Scheduler::new(config.minimum_allocation, config.maximum_allocation),
             container_hosts: BTreeMap::new(),
+            queues: config
+                .queues
+                .iter()
+                .map(|q| {
+                    (
+                        q.clone(),
+                        LeafQueue::new(q, config.max_am_resource_percent, config.minimum_allocation),
+                    )
+                })
+                .collect(),
+            completed: VecDeque::new(),
+        }
+    }
+
+    /// An attempt is over (its AM container ended, or its application was killed): its
+    /// AM's share of the queue is free for the next waiting attempt.
+    fn release_am_share(&mut self, attempt: &ApplicationAttemptId) {
+        let queue = self.apps.get(&attempt.app).map(|a| a.ctx.queue.clone());
+        if let Some(q) = queue.and_then(|q| self.queues.get_mut(&q)) {
+            q.finish(attempt);
+        }
+    }
+
+    /// An application reached a final state: it is kept among the completed ones, and the
+    /// oldest beyond `max` is forgotten (RMAppManager's max-completed-applications), with
+    /// what the RM kept for its containers.
+    fn app_completed(&mut self, app_id: ApplicationId, max: usize) {
+        self.completed.push_back(app_id);
+        while self.completed.len() > max {
+            let Some(old) = self.completed.pop_front() else {
+                break;
+            };
+            let Some(app) = self.apps.remove(&old) else {
+                continue;
+            };
+            for attempt in &app.attempts {
+                let range = ContainerId {
+                    attempt: attempt.id,
+                    id: 0,
+                }..=ContainerId {
+                    attempt: attempt.id,
+                    id: u64::MAX,
+                };
+                let ids: Vec<ContainerId> = self.container_hosts.range(range).map(|(id, _)| *id).collect();
+                for id in ids {
+                    self.container_hosts.remove(&id);
+                }
+                self.scheduler.forget_attempt(&attempt.id);
+            }
+            tracing::info!(app_id = %old, kept = max as u64, "Application {old} removed: more than {max} completed applications are kept");
         }
     }
 }
@@ -282,6 +361,114 @@ impl ResourceManager {
         self.waiters = keep;
         for w in due {
             let _ = w.reply.send(Ok(report.clone()));
+        }
+    }
+
+    /// Moves `app` to `state`; a final state releases its current attempt's AM share and
+    /// counts it among the completed applications.
+    fn finish_app(
+        st: &mut RmState,
+        app_id: ApplicationId,
+        state: YarnApplicationState,
+        max_completed: usize,
+    ) {
+        let Some(app) = st.apps.get_mut(&app_id) else {
+            return;
+        };
+        let was_final = app.state.is_final();
+        Self::set_state(app, state);
+        let attempt = app.current().map(|a| a.id);
+        if !was_final && state.is_final() {
+            if let Some(attempt) = attempt {
+                st.release_am_share(&attempt);
+            }
+            st.app_completed(app_id, max_completed);
+        }
+    }
+
+    /// Activation passes of every queue (LeafQueue.activateApplications), and the AM launch
+    /// diagnostics of each attempt they looked at.
+    fn activate_applications(&mut self) {
+        let stamp = leaf_queue::diagnostics_stamp(self.me.clock().epoch_millis());
+        let mut st = self.state.lock();
+        let cluster = st.scheduler.cluster_resource();
+        let RmState { queues, apps, .. } = &mut *st;
+        for queue in queues.values_mut() {
+            let Some(decisions) = queue.activate(&cluster) else {
+                for attempt_id in queue.pending() {
+                    if let Some(attempt) = apps.get_mut(&attempt_id.app).and_then(|a| a.current_mut()) {
+                        attempt.am_diagnostics = format!(
+                            "{stamp}{}{}",
+                            leaf_queue::NOT_ACTIVATED,
+                            leaf_queue::CLUSTER_RESOURCE_EMPTY
+                        );
+                    }
+                }
+                tracing::debug!(
+                    queue = queue.name(),
+                    pending = queue.num_pending() as u64,
+                    "Skipping AM assignment as cluster resource is empty"
+                );
+                continue;
+            };
+            for (attempt_id, decision) in decisions {
+                let Some(attempt) = apps
+                    .get_mut(&attempt_id.app)
+                    .and_then(|a| a.attempts.iter_mut().find(|a| a.id == attempt_id))
+                else {
+                    continue;
+                };
+                match decision {
+                    Decision::Activated {
+                        user,
+                        details,
+                        above_limit,
+                    } => {
+                        if above_limit {
+                            tracing::warn!(
+                                queue = queue.name(),
+                                app_id = %attempt_id.app,
+                                "maximum-am-resource-percent is insufficient to start a single application in queue, it is likely set too low. skipping enforcement to allow at least one application to start"
+                            );
+                        }
+                        attempt.am_diagnostics =
+                            format!("{stamp}{}{}", leaf_queue::ACTIVATED, details.render());
+                        tracing::info!(
+                            app_id = %attempt_id.app,
+                            attempt = attempt_id.attempt,
+                            queue = queue.name(),
+                            user = user.as_str(),
+                            am_used = %details.queue_am_used,
+                            am_limit = %details.queue_am_limit,
+                            "Application {} from user: {user} activated in queue: {}",
+                            attempt_id.app,
+                            queue.name()
+                        );
+                    }
+                    Decision::LimitReached { details } => {
+                        let first = attempt.am_diagnostics.is_empty();
+                        attempt.am_diagnostics = format!(
+                            "{stamp}{}{}{}",
+                            leaf_queue::NOT_ACTIVATED,
+                            leaf_queue::QUEUE_AM_LIMIT_EXCEEDED,
+                            details.render()
+                        );
+                        if first {
+                            tracing::info!(
+                                app_id = %attempt_id.app,
+                                attempt = attempt_id.attempt,
+                                queue = queue.name(),
+                                am_used = %details.queue_am_used,
+                                am_limit = %details.queue_am_limit,
+                                "Not activating application {} as amIfStarted: {} exceeds amLimit: {}",
+                                attempt_id.app,
+                                details.queue_am_used.plus(&details.am_request),
+                                details.queue_am_limit
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -332,37 +519,60 @@ impl ResourceManager {
                 completed: Vec::new(),
                 last_response: None,
                 am_exit_status: None,
+                am_diagnostics: String::new(),
             });
         }
+        // The CapacityScheduler's addApplicationAttempt: the attempt waits in its queue
+        // until an activation pass lets its AM start.
+        if let Some(app) = st.apps.get(&app_id) {
+            let (queue, user) = (app.ctx.queue.clone(), app.ctx.user.clone());
+            let am = st
+                .scheduler
+                .normalize(&app.ctx.resource)
+                .unwrap_or(app.ctx.resource);
+            if let Some(q) = st.queues.get_mut(&queue) {
+                q.submit(id, &user, am);
+            }
+        }
         drop(st);
+        self.activate_applications();
         self.place_pending_ams();
     }
 
-    /// Gives waiting AM containers a node, where there is room, and launches them.
+    /// Gives the AM containers of activated attempts a node, where there is room, and
+    /// launches them.
     fn place_pending_ams(&mut self) {
         let mut launches = Vec::new();
+        let stamp = leaf_queue::diagnostics_stamp(self.me.clock().epoch_millis());
         {
             let mut st = self.state.lock();
             let RmState {
                 apps,
                 scheduler,
                 container_hosts,
+                queues,
                 ..
             } = &mut *st;
-            for app in apps.values_mut() {
+            let activated: Vec<ApplicationAttemptId> =
+                queues.values().flat_map(|q| q.active().copied()).collect();
+            for attempt_id in activated {
+                let Some(app) = apps.get_mut(&attempt_id.app) else {
+                    continue;
+                };
                 if app.state.is_final() {
                     continue;
                 }
-                let resource = app.ctx.resource;
-                let spec = app.ctx.am_container_spec.clone();
-                let Some(attempt) = app.attempts.last_mut() else {
+                let RmApp { ctx, attempts, .. } = app;
+                let Some(attempt) = attempts.last_mut().filter(|a| a.id == attempt_id) else {
                     continue;
                 };
                 if !attempt.am_pending || attempt.ended {
                     continue;
                 }
-                match scheduler.allocate_am(attempt.id, &resource) {
+                match scheduler.allocate_am(attempt.id, &ctx.resource) {
                     Ok(Some(container)) => {
+                        let spec = ctx.am_container_spec.clone();
+                        attempt.am_diagnostics = format!("{stamp}{}", leaf_queue::ASSIGNED);
                         attempt.am_pending = false;
                         attempt.am_container = Some(container.clone());
                         attempt.containers.insert(container.id);
@@ -419,7 +629,10 @@ impl ResourceManager {
                 }
             };
             let failure = match result {
-                Ok(Ok(())) => None,
+                Ok(Ok(())) => {
+                    let _ = rm.tell(AmContainerLaunched { container_id: id });
+                    None
+                }
                 Ok(Err(e)) => Some(e.to_string()),
                 Err(e) => Some(e.to_string()),
             };
@@ -506,9 +719,11 @@ impl ResourceManager {
         let mut retry = false;
         let mut leftovers = Vec::new();
         let requester;
+        let mut final_state = None;
         {
             let mut st = self.state.lock();
-            let RmState { apps, scheduler, .. } = &mut *st;
+            let st = &mut *st;
+            let RmState { apps, scheduler, .. } = st;
             let Some(app) = apps.get_mut(&app_id) else {
                 return;
             };
@@ -533,7 +748,7 @@ impl ResourceManager {
                 app.final_status = final_status;
                 app.diagnostics = diagnostics;
                 app.finish_time = now;
-                Self::set_state(app, YarnApplicationState::Finished);
+                final_state = Some(YarnApplicationState::Finished);
             } else {
                 requester = StopRequester::ResourceManager;
                 let diagnostics = format!(
@@ -556,13 +771,26 @@ impl ResourceManager {
                         format!("Application {app_id} failed {max} times due to {diagnostics}. Failing the application.");
                     app.final_status = FinalApplicationStatus::Failed;
                     app.finish_time = now;
-                    Self::set_state(app, YarnApplicationState::Failed);
+                    final_state = Some(YarnApplicationState::Failed);
                 }
+            }
+            // What the ended attempt kept for its AM's Allocate calls is not needed again.
+            if let Some(attempt) = app.attempts.iter_mut().find(|a| a.id == attempt_id) {
+                attempt.completed = Vec::new();
+                attempt.released = BTreeSet::new();
+                attempt.last_response = None;
+            }
+            st.release_am_share(&attempt_id);
+            if let Some(state) = final_state {
+                Self::finish_app(st, app_id, state, self.config.max_completed_applications);
             }
         }
         self.stop_containers(leftovers, requester);
         if retry {
             self.start_attempt(app_id);
+        } else {
+            self.activate_applications();
+            self.place_pending_ams();
         }
         self.notify(app_id);
     }
@@ -700,6 +928,8 @@ impl Handler<RegisterNode> for ResourceManager {
                 requester,
             });
         }
+        // The cluster's resources changed: the queues' AM limits with them.
+        self.activate_applications();
         self.place_pending_ams();
         Ok(NodeRegistration { lost })
     }
@@ -721,6 +951,7 @@ impl Handler<RegisterNodeManager> for ResourceManager {
             msg.capability,
             msg.rack
         );
+        self.activate_applications();
         self.place_pending_ams();
     }
 }
@@ -802,6 +1033,9 @@ impl Handler<SubmitApplication> for ResourceManager {
                 Self::set_state(&mut app, YarnApplicationState::Failed);
             }
             st.apps.insert(app_id, app);
+            if !queue_known {
+                st.app_completed(app_id, self.config.max_completed_applications);
+            }
             queue_known
         };
         if accepted {
@@ -884,16 +1118,25 @@ impl Handler<KillApplication> for ResourceManager {
             app.final_status = FinalApplicationStatus::Killed;
             app.finish_time = now;
             tracing::warn!(app_id = %msg.app_id, "{}", app.diagnostics);
-            Self::set_state(app, YarnApplicationState::Killed);
-            match app.current_mut() {
+            let containers = match app.current_mut() {
                 Some(a) => {
                     a.am_pending = false;
                     a.containers.iter().copied().collect()
                 }
                 None => Vec::new(),
-            }
+            };
+            Self::finish_app(
+                &mut st,
+                msg.app_id,
+                YarnApplicationState::Killed,
+                self.config.max_completed_applications,
+            );
+            containers
         };
         self.stop_containers(containers, StopRequester::ResourceManager);
+        // Its AM's share of the queue is free: the next waiting application may start.
+        self.activate_applications();
+        self.place_pending_ams();
         self.notify(msg.app_id);
         Ok(())
     }
@@ -948,6 +1191,7 @@ impl Handler<RegisterApplicationMaster> for ResourceManager {
             let maximum = st.scheduler.maximum_allocation();
             let attempt = Self::live_attempt(&mut st, &msg.attempt_id)?;
             attempt.registered = true;
+            attempt.am_diagnostics.clear();
             attempt.host = Some(msg.host.clone());
             attempt.rpc_port = Some(msg.rpc_port);
             attempt.tracking_url = Some(msg.tracking_url.clone());
@@ -1098,6 +1342,36 @@ impl Handler<FinishApplicationMaster> for ResourceManager {
     }
 }
 
+/// The NodeManager started an attempt's AM container (AMLauncher's LAUNCHED event): the
+/// attempt now waits for its AM to register.
+#[derive(Clone, Debug, Message)]
+#[rtype(result = "()")]
+struct AmContainerLaunched {
+    container_id: ContainerId,
+}
+
+impl Handler<AmContainerLaunched> for ResourceManager {
+    type Result = ();
+
+    fn handle(&mut self, msg: AmContainerLaunched, _: &mut Context<Self>) {
+        let stamp = leaf_queue::diagnostics_stamp(self.me.clock().epoch_millis());
+        let mut st = self.state.lock();
+        let attempt = st
+            .apps
+            .get_mut(&msg.container_id.attempt.app)
+            .and_then(|a| a.current_mut())
+            .filter(|a| {
+                a.id == msg.container_id.attempt
+                    && !a.registered
+                    && !a.ended
+                    && a.am_container.as_ref().map(|c| c.id) == Some(msg.container_id)
+            });
+        if let Some(attempt) = attempt {
+            attempt.am_diagnostics = format!("{stamp}{}", leaf_queue::LAUNCHED);
+        }
+    }
+}
+
 impl Handler<NodeStatusUpdate> for ResourceManager {
     type Result = ();
 
@@ -1134,6 +1408,7 @@ mod tests {
             completed: Vec::new(),
             last_response: None,
             am_exit_status,
+            am_diagnostics: String::new(),
         }
     }
 

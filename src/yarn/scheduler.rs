@@ -457,6 +457,19 @@ impl Scheduler {
         self.containers.len()
     }
 
+    /// Every registered node's capability together (the cluster resource).
+    pub fn cluster_resource(&self) -> Resource {
+        self.nodes
+            .values()
+            .fold(Resource::default(), |sum, node| sum.plus(&node.capability))
+    }
+
+    /// Forgets the last container id of an attempt whose application the RM no longer
+    /// keeps (its containers are all released).
+    pub fn forget_attempt(&mut self, attempt: &ApplicationAttemptId) {
+        self.last_container_id.remove(attempt);
+    }
+
     /// Total free resources (for AllocateResponse.available).
     pub fn available(&self) -> Resource {
         self.nodes

@@ -273,6 +273,14 @@ pub fn path(s: &str) -> ActorPath {
 pub async fn embedded_node(
     nodes: &[sparkyard::conf::NodeSpec],
 ) -> (Cluster, sparkyard::deploy::client::RmConnection) {
+    embedded_node_with(nodes, &sparkyard::conf::SparkConf::new()).await
+}
+
+/// [`embedded_node`] with the node's own configuration (yarn-site keys).
+pub async fn embedded_node_with(
+    nodes: &[sparkyard::conf::NodeSpec],
+    conf: &sparkyard::conf::SparkConf,
+) -> (Cluster, sparkyard::deploy::client::RmConnection) {
     use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
     sparkyard::logs::init_for_tests();
     let cluster = Cluster::builder()
@@ -280,14 +288,7 @@ pub async fn embedded_node(
         .node("rmhost")
         .build()
         .unwrap();
-    start_node(
-        &cluster,
-        &sparkyard::conf::SparkConf::new(),
-        nodes,
-        "rmhost",
-        None,
-    )
-    .unwrap();
+    start_node(&cluster, conf, nodes, "rmhost", None).unwrap();
     wait_ready(&cluster, nodes.len(), Duration::from_secs(5))
         .await
         .unwrap();
