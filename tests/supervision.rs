@@ -556,6 +556,9 @@ async fn dynamic_children_are_added_and_removed() {
         !cluster.registry().contains(&path("/r/executor-1"))
     })
     .await;
+    // A removed child is forgotten, its incarnation count with it: a node that runs for
+    // days keeps nothing for the containers it ran.
+    eventually("executor-1 forgotten", || cluster.registry().known_paths() == 2).await;
     let children = sup.ask(WhichChildren, t).await.unwrap();
     assert_eq!(children.len(), 1);
     assert_eq!(children[0].id, "executor-2");

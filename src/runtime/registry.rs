@@ -91,6 +91,19 @@ impl Registry {
         *n
     }
 
+    /// Forgets the incarnation counts of `path` and of every path below it where nothing
+    /// runs: its supervisor removed it for good, and a node that runs for days must not keep
+    /// a count for every container it ever ran (a new child there starts again at 1).
+    pub(crate) fn forget_subtree(&self, path: &ActorPath) {
+        self.incarnations
+            .retain(|p, _| !((p == path || path.is_ancestor_of(p)) && !self.entries.contains_key(p)));
+    }
+
+    /// How many paths have an incarnation count (live or not).
+    pub fn known_paths(&self) -> usize {
+        self.incarnations.len()
+    }
+
     pub(crate) fn insert(&self, shared: Arc<CellShared>, addr: Box<dyn Any + Send + Sync>) {
         self.entries.insert(shared.path.clone(), Entry { shared, addr });
     }

@@ -553,10 +553,16 @@ impl Supervisor {
             .collect()
     }
 
+    /// Removes a child for good, with the incarnation counts of its subtree.
+    fn forget_child(&mut self, idx: usize) {
+        let child = self.children.remove(idx);
+        self.me.cluster().registry().forget_subtree(&child.path);
+    }
+
     fn handle_unexpected_exit(&mut self, id: String, reason: ExitReason, ctx: &mut Context<Self>) {
         let Some(idx) = self.index(&id) else { return };
         if self.children[idx].removing {
-            self.children.remove(idx);
+            self.forget_child(idx);
             return;
         }
         let restart = match self.children[idx].spec.restart {
@@ -567,7 +573,7 @@ impl Supervisor {
         if !restart {
             let significant = self.children[idx].spec.significant;
             tracing::info!(child = id.as_str(), reason = %reason, "child {id} ended ({reason}) and is not restarted ({:?})", self.children[idx].spec.restart);
-            self.children.remove(idx);
+            self.forget_child(idx);
             if significant && self.auto_shutdown {
                 tracing::info!(
                     child = id.as_str(),
@@ -737,7 +743,7 @@ impl Supervisor {
             }
             Then::Remove(id) => {
                 if let Some(idx) = self.index(&id) {
-                    self.children.remove(idx);
+                    self.forget_child(idx);
                 }
             }
             Then::Escalate(message) => self.me.exit(ctx, ExitReason::Escalated { message }),
@@ -860,7 +866,7 @@ impl Handler<TerminateChild> for Supervisor {
         }
         self.children[idx].removing = true;
         if self.children[idx].running.is_none() {
-            self.children.remove(idx);
+            self.forget_child(idx);
             return Ok(());
         }
         self.work.push_back(Work::Remove { id: msg.0 });
