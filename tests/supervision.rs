@@ -815,3 +815,32 @@ async fn a_significant_child_ending_shuts_its_supervisor_down_with_its_reason() 
     cluster.clock().advance(Duration::from_millis(1)).await;
     assert!(!cluster.registry().contains(&c));
 }
+
+#[actix_rt::test]
+async fn the_start_hook_sees_every_incarnation_even_one_that_ends_at_once() {
+    // A NodeManager relies on it: a container that starts and ends before anyone hears of
+    // its start still leaves how it ended.
+    let cluster = cluster();
+    let root = cluster
+        .start_root("r", SupervisorSpec::new(Strategy::OneForOne))
+        .unwrap();
+    let sup = cluster.endpoint::<Supervisor>(&root);
+    let seen: Arc<std::sync::Mutex<Vec<Arc<sparkyard::runtime::cell::CellShared>>>> = Arc::default();
+    let hook_seen = seen.clone();
+    let spec = ChildSpec::try_worker("short", |_, _| -> Result<Probe, String> {
+        Err("no such class".into())
+    })
+    .restart(Restart::Temporary)
+    .on_start(move |cell| hook_seen.lock().unwrap().push(cell.clone()));
+    sup.ask(StartChild(spec), Duration::from_secs(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1, "the hook ran as the child started");
+    let cell = seen.lock().unwrap()[0].clone();
+    eventually("the short child ended", || cell.is_done()).await;
+    match cell.final_reason() {
+        Some(reason) => assert_eq!(reason.exit_code(), 1, "{reason}"),
+        None => panic!("an ended incarnation has its reason"),
+    }
+}

@@ -170,7 +170,14 @@ pub struct ChildSpec {
     /// the supervisor has `auto_shutdown` (OTP's significant children).
     pub significant: bool,
     start: StartFn,
+    /// Called by the supervisor with each incarnation it starts, before anything else can
+    /// happen to it: whoever asked for the child learns its incarnation even if the child
+    /// ends, or the asker dies, before the answer to the start arrives.
+    on_start: Option<OnStartFn>,
 }
+
+/// See [`ChildSpec::on_start`].
+type OnStartFn = Arc<dyn Fn(&Arc<CellShared>) + Send + Sync>;
 
 impl fmt::Debug for ChildSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -212,6 +219,7 @@ impl ChildSpec {
             arbiter: None,
             mailbox: DEFAULT_MAILBOX,
             significant: false,
+            on_start: None,
             start: Arc::new(move |cluster, args| {
                 let make = make.clone();
                 cell::spawn::<A, _>(cluster, args, move |ctx, me| make(ctx, me))
@@ -234,6 +242,7 @@ impl ChildSpec {
             arbiter: None,
             mailbox: DEFAULT_MAILBOX,
             significant: false,
+            on_start: None,
             start: Arc::new(move |cluster, args| {
                 let spec = spec.clone();
                 cell::spawn::<Supervisor, _>(cluster, args, move |_, me| Ok(Supervisor::new(me, spec())))
@@ -259,6 +268,11 @@ impl ChildSpec {
     }
     pub fn mailbox(mut self, capacity: usize) -> Self {
         self.mailbox = capacity;
+        self
+    }
+    /// Runs `hook` with every incarnation the supervisor starts (see the field).
+    pub fn on_start(mut self, hook: impl Fn(&Arc<CellShared>) + Send + Sync + 'static) -> Self {
+        self.on_start = Some(Arc::new(hook));
         self
     }
     /// Marks the child significant (see [`SupervisorSpec::auto_shutdown`]).
@@ -524,6 +538,9 @@ impl Supervisor {
             restart,
         };
         let shared = (child.spec.start)(self.me.cluster(), args);
+        if let Some(hook) = &child.spec.on_start {
+            hook(&shared);
+        }
         // A start that failed at once has already reported its exit; keep the handle so
         // that report is matched to this incarnation.
         self.children[idx].running = Some(shared);

@@ -26,7 +26,9 @@
 //!
 //! What survives a restart of the NodeManager actor is its [`NmState`], held by the node's
 //! supervisor: the containers (which keep running next to it), their outputs, the statuses
-//! not yet taken and the ids refused. A new incarnation first asks the node's supervisor
+//! not yet taken and the ids refused; the node's supervisor records each container's
+//! incarnation there the moment it starts it, so a container that starts and ends while the
+//! NodeManager restarts is still reported with its exit status. A new incarnation first asks the node's supervisor
 //! for its children (so a container whose start was still on its way is counted), watches
 //! the running containers again and completes those that ended while it was down with the
 //! exit status their incarnation recorded (YARN's recovered exit-code file; 154, YARN's
@@ -575,7 +577,17 @@ impl Handler<StartContainer> for NodeManager {
         let spec = parse_launch_command(&msg.launch.command, &self.spec.host)
             .and_then(|cmd| self.container_spec(&msg.container, &msg.launch, cmd, &output));
         let spec = match spec {
-            Ok(spec) => spec,
+            // The container's incarnation is recorded the moment the node starts it, in the
+            // state that outlives this NodeManager: a container that starts and ends while
+            // the NodeManager restarts is reported with how it ended, not forgotten.
+            Ok(spec) => {
+                let state = self.state.clone();
+                spec.on_start(move |cell| {
+                    if let Some(record) = state.lock().containers.get_mut(&id) {
+                        record.cell = Some(cell.clone());
+                    }
+                })
+            }
             Err(problem) => {
                 // The process starts and dies at once, as a JVM given bad arguments does.
                 output.println(&problem);
@@ -615,10 +627,6 @@ impl Handler<StartContainer> for NodeManager {
                 .into_actor(self)
                 .map(move |res, act, ctx| match res {
                     Ok(Ok(path)) => {
-                        let cell = act.me.cluster().registry().shared(&path);
-                        if let Some(record) = act.state.lock().containers.get_mut(&id) {
-                            record.cell = cell;
-                        }
                         let me = act.me.clone();
                         me.watch(ctx, &path);
                         Ok(())
