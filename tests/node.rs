@@ -3,7 +3,8 @@
 //! that closes only its own connection, client mode refused, and Ctrl-C on `submit` (the
 //! application ends KILLED) and on the node (a clean stop); a node whose supervision tree
 //! gives up (four ResourceManager kills within the restart period, or `chaos kill /node`)
-//! exits with status 70 and one line saying why. Every wait is bounded.
+//! exits with status 70 and one line saying why; `--status` and `--kill` into a closed
+//! stdout (`| head -1`) end quietly with status 0. Every wait is bounded.
 
 mod common;
 
@@ -238,4 +239,70 @@ fn a_node_killed_at_its_root_exits_70() {
     assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
     let (code, stderr) = node_exit(node, err.unwrap());
     assert_gave_up(code, &stderr, "ended: killed by sparkyard chaos kill");
+}
+
+/// `cmd` with its stdout a pipe whose reading end is already closed (what `| head -1` leaves
+/// once head has its line): every write to it fails with a broken pipe.
+fn with_closed_stdout(mut cmd: Command) -> Out {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = cmd
+        .env("RUST_BACKTRACE", "0")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    let err = lines(child.stderr.take().unwrap());
+    let code = wait_exit(&mut child);
+    Out {
+        code,
+        stdout: String::new(),
+        stderr: drain(err),
+    }
+}
+
+#[test]
+fn status_and_kill_into_a_closed_stdout_end_quietly_with_status_0() {
+    let node = start_node();
+    let out = submit(
+        &node,
+        &[
+            "--deploy-mode",
+            "cluster",
+            "--class",
+            "sparkyard.examples.DriverTest",
+            "x.jar",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let app = app_id_in(stderr.lines().find(|l| l.contains("Final report for")).unwrap());
+
+    // Piped into a reader that is gone: no panic, no restart of SparkSubmit, status 0.
+    for action in ["--status", "--kill"] {
+        let o = with_closed_stdout(submit(&node, &[action, &app]));
+        assert_eq!(o.code, 0, "{action}: {}", o.stderr);
+        for bad in ["panicked", "failed:", "restart", "Error"] {
+            assert!(!o.stderr.contains(bad), "{action}: {}", o.stderr);
+        }
+    }
+
+    // The same through a shell and head, as a user types it.
+    for action in ["--status", "--kill"] {
+        let line = format!(
+            "{BIN} submit --config-dir {} --master yarn --conf yarn.resourcemanager.address={} {action} {app} | head -1; exit ${{PIPESTATUS[0]}}",
+            config_dir(),
+            node.addr
+        );
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", &line]);
+        let o = run_to_end(cmd);
+        assert_eq!(o.code, 0, "{action}: {}", o.stderr);
+        assert_eq!(o.stdout.lines().count(), 1, "{action}: {}", o.stdout);
+        assert!(o.stdout.contains(&app), "{action}: {}", o.stdout);
+        assert!(!o.stderr.contains("panicked"), "{action}: {}", o.stderr);
+    }
 }
