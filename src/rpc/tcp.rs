@@ -454,6 +454,11 @@ struct Slot {
     /// When bytes last arrived or an answer was last finished.
     last_active: Cell<Instant>,
     in_flight: Cell<usize>,
+    /// Answers queued or being written: a connection whose answers have not gone out is not
+    /// idle.
+    unsent: Cell<usize>,
+    /// The writer sent answers (the reader looks at the idle deadline again).
+    sent: tokio::sync::Notify,
     /// Asked to close, to make room for a new connection.
     evicted: Cell<bool>,
     evict: tokio::sync::Notify,
@@ -462,6 +467,11 @@ struct Slot {
 impl Slot {
     fn touch(&self) {
         self.last_active.set(Instant::now());
+    }
+
+    /// No request in flight and no answer waiting to go out.
+    fn is_idle(&self) -> bool {
+        self.in_flight.get() == 0 && self.unsent.get() == 0
     }
 }
 
@@ -513,7 +523,7 @@ impl Port {
         let slots = self.slots.borrow();
         let victim = slots
             .iter()
-            .filter(|s| !s.evicted.get() && s.in_flight.get() == 0)
+            .filter(|s| !s.evicted.get() && s.is_idle())
             .min_by_key(|s| s.last_active.get())?
             .clone();
         victim.evicted.set(true);
@@ -585,6 +595,8 @@ pub async fn serve_limited(
                         peer,
                         last_active: Cell::new(Instant::now()),
                         in_flight: Cell::new(0),
+                        unsent: Cell::new(0),
+                        sent: tokio::sync::Notify::new(),
                         evicted: Cell::new(false),
                         evict: tokio::sync::Notify::new(),
                     });
@@ -640,7 +652,7 @@ async fn serve_connection(
     }
     let (read_half, write_half) = stream.split();
     let (queue, queued) = mpsc::channel(limits.write_queue);
-    let writer = write_frames(write_half, queued, limits.idle_timeout);
+    let writer = write_frames(write_half, queued, limits.idle_timeout, registered.slot.clone());
     tokio::pin!(writer);
     let mut reader = ConnectionReader {
         stream: read_half,
@@ -696,6 +708,7 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
     /// ends, fails, stays idle or is evicted. Returning drops the unfinished tasks, which
     /// cancels them.
     async fn run(&mut self, handler: &RequestHandler, queue: mpsc::Sender<Vec<u8>>) -> End {
+        self.slot().unsent.set(self.slot().unsent.get() + 1);
         if queue.send(GREETING.to_vec()).await.is_err() {
             return End::Failed("the answer queue closed".to_string());
         }
@@ -716,7 +729,7 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
                             frame,
                             handler.clone(),
                             queue.clone(),
-                            self.slot().peer,
+                            self.registered.slot.clone(),
                             self.limits.max_answer,
                         ));
                     }
@@ -733,12 +746,13 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
             }
             // Back-pressure: nothing more is read while max_in_flight requests are unanswered.
             let reading = !ended && in_flight.len() < self.limits.max_in_flight;
-            let deadline = self.deadline(reading, in_flight.is_empty());
+            let deadline = self.deadline(reading, in_flight.is_empty() && self.slot().unsent.get() == 0);
             tokio::select! {
                 biased;
                 _ = self.registered.slot.evict.notified() => {
                     return End::Closed("closed to make room for a new connection (the oldest idle one at the connection limit)".to_string());
                 }
+                _ = self.registered.slot.sent.notified(), if self.slot().unsent.get() > 0 => {}
                 Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                     note_task_end(done, "request");
                     self.slot().touch();
@@ -908,9 +922,10 @@ async fn answer(
     frame: RequestFrame,
     handler: RequestHandler,
     queue: mpsc::Sender<Vec<u8>>,
-    peer: SocketAddr,
+    slot: Rc<Slot>,
     max_frame: usize,
 ) {
+    let peer = slot.peer;
     let RequestFrame { id, request } = frame;
     let name = request.name();
     let response = handler(request).await;
@@ -925,6 +940,8 @@ async fn answer(
             }
         }
     };
+    // Counted before it is queued, so the connection never looks idle in between.
+    slot.unsent.set(slot.unsent.get() + 1);
     // Fails only when the connection is closing, and then nobody waits for the answer.
     let _ = queue.send(encoded).await;
 }
@@ -936,6 +953,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     w: W,
     mut queued: mpsc::Receiver<Vec<u8>>,
     stall: Duration,
+    slot: Rc<Slot>,
 ) -> io::Result<()> {
     let mut w = BufWriter::new(w);
     let stalled = || {
@@ -948,9 +966,11 @@ async fn write_frames<W: AsyncWrite + Unpin>(
         )
     };
     while let Some(frame) = queued.recv().await {
+        let mut frames = 1;
         let batch = async {
             w.write_all(&frame).await?;
             while let Ok(frame) = queued.try_recv() {
+                frames += 1;
                 w.write_all(&frame).await?;
             }
             w.flush().await
@@ -958,6 +978,9 @@ async fn write_frames<W: AsyncWrite + Unpin>(
         tokio::time::timeout(stall, batch)
             .await
             .map_err(|_| stalled())??;
+        slot.unsent.set(slot.unsent.get().saturating_sub(frames));
+        slot.touch();
+        slot.sent.notify_one();
     }
     tokio::time::timeout(stall, w.shutdown())
         .await
