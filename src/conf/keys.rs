@@ -78,9 +78,6 @@ fn positive_time(d: &Duration) -> bool {
 fn at_least_one_mib(b: &u64) -> bool {
     *b >= ONE_MIB
 }
-fn frame_size_in_range(b: &u64) -> bool {
-    (1 << 10..=64 * ONE_MIB).contains(b)
-}
 fn non_negative(v: &f64) -> bool {
     *v >= 0.0
 }
@@ -765,7 +762,7 @@ keys! {
     /// larger one closes its connection. At most 64m.
     CLIENT_PORT_MAX_FRAME_SIZE: SizeEntry =
         ConfEntry::new("yarn.sparkyard.client-port.max-frame-size", BYTES, "8m")
-            .check(frame_size_in_range, "must be between 1k and 64m");
+            .check(|b| (1 << 10..=64 * ONE_MIB).contains(b), "must be between 1k and 64m");
 
     /// Bytes of request frames in progress the client port holds across all its connections,
     /// beyond the 64 KiB each connection may always hold; a large frame that does not fit
