@@ -9,7 +9,8 @@
 //! application that failed, was killed or ended undefined; 255 `submit` with no arguments at
 //! all (spark-submit's -1); 101 `submit` of a class that is not registered (client mode);
 //! 130 `submit` interrupted by Ctrl-C; 3 the command needs a part of sparkyard that is not
-//! built yet (it says which). `actors` and `chaos` talk to a running node ([`control`]);
+//! built yet (it says which); 70 `node` whose supervision tree gave up ([`node`]). `actors`
+//! and `chaos` talk to a running node ([`control`]);
 //! a node they cannot reach, a malformed pattern or one that matches no running actor is
 //! status 1.
 

@@ -6,6 +6,12 @@
 //! the bound address on stdout, and runs until Ctrl-C (or SIGTERM), when it stops cleanly:
 //! the client port first, then each NodeManager's containers and the NodeManager, then the
 //! ResourceManager.
+//!
+//! If `/node` itself ends (its restart intensity was exceeded: the ResourceManager or a
+//! NodeManager subtree failed more often than `spark.sparkyard.supervisor.maxRestarts`
+//! within the period; or it was killed with `sparkyard chaos kill /node`), nothing is left
+//! to serve: the process prints one line saying why and exits with
+//! [`EXIT_NODE_GAVE_UP`], so a service manager restarts it.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,8 +19,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::conf::{self, SparkConf};
-use crate::runtime::Cluster;
+use crate::runtime::{Cluster, ExitReason};
 use crate::yarn::node::{start_node, wait_ready};
+
+/// The exit status of a node whose supervision tree gave up (sysexits' EX_SOFTWARE: an
+/// internal failure, not bad input; a service manager should restart it).
+pub const EXIT_NODE_GAVE_UP: i32 = 70;
+
+/// The one line for a node whose root ended.
+pub fn gave_up_message(reason: &ExitReason) -> String {
+    let why = match reason {
+        ExitReason::Escalated { message } => format!("gave up: {message}"),
+        other => format!("ended: {other}"),
+    };
+    format!("the node's supervision tree {why}; nothing is left to serve, exiting (status {EXIT_NODE_GAVE_UP}) so a service manager can restart it")
+}
 
 /// Runs the node; answers the exit status.
 pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
@@ -35,8 +54,15 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
             .build()?;
         // Handle Ctrl-C and SIGTERM from before the readiness line on.
         let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-        start_node(&cluster, &conf, &nodes, &hostname, Some(Arc::new(listener)))?;
-        wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
+        let root = start_node(&cluster, &conf, &nodes, &hostname, Some(Arc::new(listener)))?;
+        // Polled from the start: the node can give up while it comes up too.
+        let ended = cluster.root_ended(&root);
+        tokio::pin!(ended);
+        let ready = tokio::select! {
+            ready = wait_ready(&cluster, nodes.len(), Duration::from_secs(10)) => ready,
+            reason = &mut ended => return Ok(gave_up(&cluster, reason).await),
+        };
+        ready?;
         let hosts: Vec<&str> = nodes.iter().map(|n| n.host.as_str()).collect();
         {
             let mut out = std::io::stdout().lock();
@@ -49,11 +75,28 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
             );
             let _ = out.flush();
         }
-        signals.wait().await;
+        tokio::select! {
+            _ = signals.wait() => {}
+            reason = &mut ended => return Ok(gave_up(&cluster, reason).await),
+        }
         tracing::info!("Stopping the node: containers first, then the NodeManagers and the ResourceManager");
         cluster.shutdown(Duration::from_secs(30)).await;
         Ok(0)
     })
+}
+
+/// `/node` ended on its own: logs it, lets the records reach their files, prints the one
+/// line and answers [`EXIT_NODE_GAVE_UP`].
+async fn gave_up(cluster: &Cluster, reason: Option<ExitReason>) -> i32 {
+    let reason = reason.unwrap_or(ExitReason::Aborted {
+        message: "it is gone".to_string(),
+    });
+    let message = gave_up_message(&reason);
+    tracing::error!(event = "node_gave_up", reason = %reason, exit_code = EXIT_NODE_GAVE_UP, "Exiting: /node ended ({reason})");
+    // /node is gone already, so this only stops what is left and flushes the records.
+    cluster.shutdown(Duration::from_secs(5)).await;
+    super::fail("sparkyard node", &message);
+    EXIT_NODE_GAVE_UP
 }
 
 /// Ctrl-C and SIGTERM, registered at once (a signal that arrives before anyone waits is

@@ -175,22 +175,6 @@ fn report_chaos(plan: &FaultPlan, run: &PlanRun) {
     }
 }
 
-/// Waits until the root at `path` ends; answers how (real time, no bound: the caller races
-/// it against the outcome).
-async fn root_ended(cluster: &Cluster, path: &ActorPath) -> ExitReason {
-    loop {
-        match cluster.wait_ended(path, Duration::from_secs(3600)).await {
-            Some(reason) => return reason,
-            None if !cluster.registry().contains(path) => {
-                return ExitReason::Aborted {
-                    message: "it ended".into(),
-                }
-            }
-            None => {}
-        }
-    }
-}
-
 /// The one line for a submit side that gave up.
 fn gave_up_message(reason: &ExitReason, app: Option<String>, remote: bool) -> String {
     let why = match reason {
@@ -266,7 +250,11 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
         let remote = matches!(target, Target::Node(_));
         // Polled from the start, so it holds the root's incarnation and can tell how it
         // ended even when the outcome's sender goes first (dropped with /submit).
-        let ended = root_ended(&cluster, &root);
+        let ended = async {
+            cluster.root_ended(&root).await.unwrap_or(ExitReason::Aborted {
+                message: "it ended".into(),
+            })
+        };
         tokio::pin!(ended);
         let (code, reason) = tokio::select! {
             biased;

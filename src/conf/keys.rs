@@ -741,6 +741,36 @@ keys! {
     RM_ADDRESS: HostPortEntry =
         ConfEntry::new("yarn.resourcemanager.address", HostPortKind, "127.0.0.1:8032");
 
+    // ---- the client port's bounds (sparkyard's; Hadoop's IPC server has
+    // ipc.server.max.connections, ipc.client.connection.maxidletime, ipc.maximum.data.length)
+
+    /// Connections the ResourceManager's client port holds at once. At the limit a new
+    /// connection replaces the one idle longest (no request in flight); when every one has a
+    /// request in flight, the new one is closed at once.
+    CLIENT_PORT_MAX_CONNECTIONS: U32Entry =
+        ConfEntry::new("yarn.sparkyard.client-port.max-connections", IntKind::new(), "512")
+            .check(at_least_one, "must be at least 1");
+
+    /// How long a client connection with no request in flight may send nothing before it is
+    /// closed; also how long a request frame may take to arrive whole, and how long a client
+    /// may leave its answers unread. Bare numbers are milliseconds.
+    CLIENT_PORT_IDLE_TIMEOUT: TimeEntry =
+        ConfEntry::new("yarn.sparkyard.client-port.idle-timeout", MS, "60s")
+            .check(positive_time, "must be greater than 0");
+
+    /// The largest request frame the client port accepts (a submission is a few KiB); a
+    /// larger one closes its connection. At most 64m.
+    CLIENT_PORT_MAX_FRAME_SIZE: SizeEntry =
+        ConfEntry::new("yarn.sparkyard.client-port.max-frame-size", BYTES, "8m")
+            .check(|b| (1 << 10..=64 * ONE_MIB).contains(b), "must be between 1k and 64m");
+
+    /// Bytes of request frames in progress the client port holds across all its connections,
+    /// beyond the 64 KiB each connection may always hold; a large frame that does not fit
+    /// closes its connection. At least 1m.
+    CLIENT_PORT_MAX_BUFFERED: SizeEntry =
+        ConfEntry::new("yarn.sparkyard.client-port.max-buffered-bytes", BYTES, "64m")
+            .check(at_least_one_mib, "must be at least 1m");
+
     /// Global maximum of application attempts (an AM that fails is retried until this).
     RM_AM_MAX_ATTEMPTS: U32Entry =
         ConfEntry::new("yarn.resourcemanager.am.max-attempts", IntKind::new(), "2")

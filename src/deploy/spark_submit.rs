@@ -18,7 +18,10 @@
 //! it, or starts it again with the same kept state when its supervisor no longer has it); in
 //! client mode the user's main keeps running (its cancellation does not belong to a
 //! SparkSubmit incarnation) and its outcome, kept too, is read by whichever incarnation
-//! runs when it ends. Messages to a dead incarnation are lost, so every result is kept
+//! runs when it ends. `--kill` and `--status` keep the ResourceManager's answers (the kill
+//! accepted, the report) as they arrive, so a new incarnation never sends a request whose
+//! answer was received; it prints the kept answer, once. A closed stdout (`| head -1`) ends
+//! the command quietly with status 0. Messages to a dead incarnation are lost, so every result is kept
 //! before it is sent, and a new incarnation reads what it may have missed. More restarts
 //! than `spark.sparkyard.supervisor.maxRestarts` within the period and `/submit` gives up:
 //! the `sparkyard submit` command then ends with one line saying so and exit status 1.
@@ -87,6 +90,63 @@ pub struct SubmitState {
     pub main_outcome: Option<Result<(), AppError>>,
     /// Ctrl-C was pressed.
     pub interrupted: bool,
+    /// `--kill`: the ResourceManager accepted the kill (a new incarnation only follows the
+    /// application to its end, it does not ask again).
+    pub kill_accepted: bool,
+    /// `--kill` and `--status`: the answer, kept as soon as it arrives, so a new incarnation
+    /// prints it instead of asking the ResourceManager again.
+    pub answer: Option<ActionAnswer>,
+}
+
+/// What `--kill` or `--status` prints and its exit status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionAnswer {
+    /// The line for stdout (the report, or the application's end).
+    pub stdout: Option<String>,
+    /// The line for stderr (why the action failed).
+    pub stderr: Option<String>,
+    pub code: i32,
+    /// The lines went out (or the attempt to print them ended): nothing is printed twice.
+    pub printed: bool,
+}
+
+impl ActionAnswer {
+    fn ok(line: String) -> ActionAnswer {
+        ActionAnswer {
+            stdout: Some(line),
+            stderr: None,
+            code: 0,
+            printed: false,
+        }
+    }
+
+    fn failed(e: String) -> ActionAnswer {
+        ActionAnswer {
+            stdout: None,
+            stderr: Some(format!("Error: {e}")),
+            code: 1,
+            printed: false,
+        }
+    }
+}
+
+/// Writes one line to stdout. A closed stdout (the reader went away, as `| head -1` does)
+/// is a quiet end, not a failure: status 0, nothing more printed. Any other write error is
+/// status 1 with one line on stderr.
+pub fn print_stdout_line(line: &str) -> Result<(), i32> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            tracing::debug!("stdout is closed; ending quietly");
+            Err(0)
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "Error: cannot write to stdout: {e}");
+            Err(1)
+        }
+    }
 }
 
 impl SubmitState {
@@ -361,6 +421,57 @@ impl SparkSubmit {
         }
     }
 
+    /// `--kill` or `--status`: gets the answer (unless an earlier incarnation kept one), keeps
+    /// it, prints it once and ends with its status.
+    fn answer_action(
+        &mut self,
+        ctx: &mut Context<Self>,
+        ask: impl std::future::Future<Output = ActionAnswer> + 'static,
+    ) {
+        let kept = self.state.lock().answer.clone();
+        if let Some(answer) = kept {
+            tracing::info!("SparkSubmit restarted; the answer was already received, not asking again");
+            self.deliver(ctx, answer);
+            return;
+        }
+        let state = self.state.clone();
+        ctx.spawn(
+            async move {
+                let answer = ask.await;
+                state.lock().answer = Some(answer.clone());
+                answer
+            }
+            .into_actor(self)
+            .map(|answer, act, ctx| act.deliver(ctx, answer)),
+        );
+    }
+
+    /// Prints a kept answer (unless it was printed already) and ends with its status.
+    fn deliver(&mut self, ctx: &mut Context<Self>, answer: ActionAnswer) {
+        let already = std::mem::replace(
+            &mut self
+                .state
+                .lock()
+                .answer
+                .get_or_insert_with(|| answer.clone())
+                .printed,
+            true,
+        );
+        let mut code = answer.code;
+        if !already {
+            if let Some(line) = &answer.stderr {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+            if let Some(line) = &answer.stdout {
+                if let Err(status) = print_stdout_line(line) {
+                    code = status;
+                }
+            }
+        }
+        self.done(ctx, code);
+    }
+
     /// A new incarnation after a restart: picks up where the action is.
     fn resume(&mut self, ctx: &mut Context<Self>) {
         let (cluster_mode, main_outcome) = {
@@ -396,54 +507,46 @@ impl Actor for SparkSubmit {
             }
             SparkSubmitAction::Kill => {
                 let id = self.app_id_arg(self.plan.args.submission_to_kill.as_ref());
-                ctx.spawn(
-                    async move {
-                        let id = id?;
+                let state = self.state.clone();
+                self.answer_action(ctx, async move {
+                    let id = match id {
+                        Ok(id) => id,
+                        Err(e) => return ActionAnswer::failed(e),
+                    };
+                    if !state.lock().kill_accepted {
                         tracing::info!(app_id = %id, "Killing application {id}");
-                        rm.kill(id, "killed with sparkyard submit --kill").await?;
-                        let report = monitor_application(&rm, id, Duration::from_millis(200), false).await;
-                        Ok::<ApplicationReport, String>(report)
+                        if let Err(e) = rm.kill(id, "killed with sparkyard submit --kill").await {
+                            return ActionAnswer::failed(e);
+                        }
+                        state.lock().kill_accepted = true;
                     }
-                    .into_actor(self)
-                    .map(|res, act, ctx| match res {
-                        Ok(report) => {
-                            println!(
-                                "Application {} is {} (final status {})",
-                                report.app_id, report.state, report.final_status
-                            );
-                            act.done(ctx, 0)
-                        }
-                        Err(e) => {
-                            eprintln!("Error: {e}");
-                            act.done(ctx, 1)
-                        }
-                    }),
-                );
+                    let report = monitor_application(&rm, id, Duration::from_millis(200), false).await;
+                    ActionAnswer::ok(format!(
+                        "Application {} is {} (final status {})",
+                        report.app_id, report.state, report.final_status
+                    ))
+                });
             }
             SparkSubmitAction::RequestStatus => {
                 let id = self.app_id_arg(self.plan.args.submission_to_request_status_for.as_ref());
-                ctx.spawn(
-                    async move {
-                        let id = id?;
-                        rm.report(id, None).await?.map_err(|e| e.to_string())
+                self.answer_action(ctx, async move {
+                    let report = match id {
+                        Ok(id) => rm
+                            .report(id, None)
+                            .await
+                            .and_then(|r| r.map_err(|e| e.to_string())),
+                        Err(e) => Err(e),
+                    };
+                    match report {
+                        Ok(r) => ActionAnswer::ok(format!(
+                            "Application report for {} (state: {}){}",
+                            r.app_id,
+                            r.state,
+                            format_report_details(&r)
+                        )),
+                        Err(e) => ActionAnswer::failed(e),
                     }
-                    .into_actor(self)
-                    .map(|res, act, ctx| match res {
-                        Ok(r) => {
-                            println!(
-                                "Application report for {} (state: {}){}",
-                                r.app_id,
-                                r.state,
-                                format_report_details(&r)
-                            );
-                            act.done(ctx, 0)
-                        }
-                        Err(e) => {
-                            eprintln!("Error: {e}");
-                            act.done(ctx, 1)
-                        }
-                    }),
-                );
+                });
             }
             SparkSubmitAction::PrintVersion => self.done(ctx, 0),
         }

@@ -36,6 +36,7 @@
 //! next call. A call abandoned while its request was still being written leaves half a frame
 //! on the wire, so the connection refuses further calls.
 
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -46,7 +47,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinSet};
@@ -371,19 +372,56 @@ fn check_greeting(received: &[u8; 5], what: &str) -> Result<(), String> {
 
 // ------------------------------------------------------------------ server
 
-/// The server's per-connection bounds (tests shrink them).
-#[derive(Clone, Copy, Debug)]
-struct Limits {
-    max_frame: usize,
-    max_in_flight: usize,
-    write_queue: usize,
-    handshake: Duration,
+/// The client port's bounds: how many connections it holds, how long one may sit idle, how
+/// large a request frame may be and how many bytes of frames in progress it holds across all
+/// its connections. The node reads them from `yarn.sparkyard.client-port.*`; tests shrink
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Open connections at most. At the limit a new connection replaces the one that has
+    /// been idle longest (no request in flight); when every connection has a request in
+    /// flight, the new one is closed at once.
+    pub max_connections: usize,
+    /// A connection with no request in flight that sends nothing for this long is closed; a
+    /// frame must arrive whole within this long of its first byte; answers the client does
+    /// not read for this long close the connection.
+    pub idle_timeout: Duration,
+    /// The largest request frame body accepted.
+    pub max_frame: usize,
+    /// The largest answer frame body sent (an answer over it becomes a `Failed` answer).
+    pub max_answer: usize,
+    /// Bytes of frames in progress the port holds across all its connections, beyond the
+    /// [`SMALL_FRAME_BYTES`] each connection may always hold.
+    pub max_buffered: usize,
+    /// Requests of one connection run at once before the server stops reading it.
+    pub max_in_flight: usize,
+    /// Encoded answers waiting for a connection's writer before the answering tasks wait.
+    pub write_queue: usize,
+    /// How long a new connection has to greet (at most the idle time-out).
+    pub handshake: Duration,
 }
 
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            max_frame: MAX_FRAME_BYTES,
+/// Default of [`ServerLimits::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default of [`ServerLimits::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of [`ServerLimits::max_frame`]: far above any request a client sends (a
+/// submission is a few KiB), far below [`MAX_FRAME_BYTES`].
+pub const DEFAULT_MAX_REQUEST_FRAME: usize = 8 << 20;
+/// Default of [`ServerLimits::max_buffered`].
+pub const DEFAULT_MAX_BUFFERED: usize = 64 << 20;
+/// A frame of at most this many bytes (length prefix included) needs no share of
+/// [`ServerLimits::max_buffered`]: every connection may hold one.
+pub const SMALL_FRAME_BYTES: usize = 64 << 10;
+
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_frame: DEFAULT_MAX_REQUEST_FRAME,
+            max_answer: MAX_FRAME_BYTES,
+            max_buffered: DEFAULT_MAX_BUFFERED,
             max_in_flight: MAX_IN_FLIGHT,
             write_queue: WRITE_QUEUE_FRAMES,
             handshake: HANDSHAKE_TIMEOUT,
@@ -391,23 +429,135 @@ impl Default for Limits {
     }
 }
 
-/// Serves the client protocol on `listener` until `stop` turns true (or its sender is
-/// dropped), then closes the listener and every open connection. Each request goes through
-/// `handler`; its answer goes back with the request's id.
+impl ServerLimits {
+    /// The most memory the port's frames in progress take: each connection's small frame
+    /// plus the shared budget.
+    pub fn frame_memory_bound(&self) -> usize {
+        self.max_connections
+            .saturating_mul(SMALL_FRAME_BYTES)
+            .saturating_add(self.max_buffered)
+    }
+}
+
+/// Serves the client protocol on `listener` with the default limits until `stop` turns true
+/// (or its sender is dropped), then closes the listener and every open connection. Each
+/// request goes through `handler`; its answer goes back with the request's id.
 ///
 /// Runs on the current thread: call it inside the actix system (or another `LocalSet`).
 pub async fn serve(listener: TcpListener, handler: RequestHandler, stop: watch::Receiver<bool>) {
-    serve_with(listener, handler, stop, Limits::default()).await
+    serve_limited(listener, handler, stop, ServerLimits::default()).await
 }
 
-async fn serve_with(
+/// One open connection as the accept loop sees it (to choose whom to close at the limit).
+struct Slot {
+    peer: SocketAddr,
+    /// When bytes last arrived or an answer was last finished.
+    last_active: Cell<Instant>,
+    in_flight: Cell<usize>,
+    /// Answers queued or being written: a connection whose answers have not gone out is not
+    /// idle.
+    unsent: Cell<usize>,
+    /// The writer sent answers (the reader looks at the idle deadline again).
+    sent: tokio::sync::Notify,
+    /// Asked to close, to make room for a new connection.
+    evicted: Cell<bool>,
+    evict: tokio::sync::Notify,
+}
+
+impl Slot {
+    fn touch(&self) {
+        self.last_active.set(Instant::now());
+    }
+
+    /// No request in flight and no answer waiting to go out.
+    fn is_idle(&self) -> bool {
+        self.in_flight.get() == 0 && self.unsent.get() == 0
+    }
+}
+
+/// The open connections and the bytes their frames in progress hold (one thread: the
+/// server's).
+#[derive(Default)]
+struct Port {
+    slots: RefCell<Vec<Rc<Slot>>>,
+    buffered: Cell<usize>,
+}
+
+/// A connection's place in [`Port`]; dropping it (however the connection's task ends)
+/// removes the slot.
+struct Registered {
+    port: Rc<Port>,
+    slot: Rc<Slot>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.port
+            .slots
+            .borrow_mut()
+            .retain(|s| !Rc::ptr_eq(s, &self.slot));
+    }
+}
+
+/// A share of [`ServerLimits::max_buffered`], given back when dropped.
+struct Reservation {
+    port: Rc<Port>,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.port
+            .buffered
+            .set(self.port.buffered.get().saturating_sub(self.bytes));
+    }
+}
+
+impl Port {
+    fn open(&self) -> usize {
+        self.slots.borrow().iter().filter(|s| !s.evicted.get()).count()
+    }
+
+    /// The connection idle longest (no request in flight), marked evicted.
+    fn evict_idlest(&self) -> Option<Rc<Slot>> {
+        let slots = self.slots.borrow();
+        let victim = slots
+            .iter()
+            .filter(|s| !s.evicted.get() && s.is_idle())
+            .min_by_key(|s| s.last_active.get())?
+            .clone();
+        victim.evicted.set(true);
+        victim.evict.notify_one();
+        Some(victim)
+    }
+
+    fn reserve(self: &Rc<Self>, bytes: usize, max: usize) -> Result<Reservation, String> {
+        let held = self.buffered.get();
+        match held.checked_add(bytes) {
+            Some(total) if total <= max => {
+                self.buffered.set(total);
+                Ok(Reservation {
+                    port: self.clone(),
+                    bytes,
+                })
+            }
+            _ => Err(format!(
+                "a frame of {bytes} bytes does not fit: frames in progress on this port hold {held} of the {max} bytes it buffers"
+            )),
+        }
+    }
+}
+
+/// [`serve`] within `limits`.
+pub async fn serve_limited(
     listener: TcpListener,
     handler: RequestHandler,
     mut stop: watch::Receiver<bool>,
-    limits: Limits,
+    limits: ServerLimits,
 ) {
     let local = listener.local_addr().ok();
     tracing::debug!(event = "serving", addr = ?local, "serving the client protocol");
+    let port = Rc::new(Port::default());
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -416,8 +566,43 @@ async fn serve_with(
             Some(done) = connections.join_next(), if !connections.is_empty() => note_task_end(done, "connection"),
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    if port.open() >= limits.max_connections {
+                        match port.evict_idlest() {
+                            Some(victim) => tracing::info!(
+                                event = "connection_evicted",
+                                peer = %victim.peer,
+                                for_peer = %peer,
+                                idle_ms = victim.last_active.get().elapsed().as_millis() as u64,
+                                max_connections = limits.max_connections,
+                                "closing the client connection idle longest to make room (at the limit of {} connections)",
+                                limits.max_connections
+                            ),
+                            None => {
+                                tracing::warn!(
+                                    event = "connection_refused",
+                                    %peer,
+                                    max_connections = limits.max_connections,
+                                    "refusing a client connection: {} are open, each with a request in flight",
+                                    limits.max_connections
+                                );
+                                drop(stream);
+                                continue;
+                            }
+                        }
+                    }
                     tracing::debug!(event = "connection_accepted", %peer, "accepted a client connection");
-                    connections.spawn_local(serve_connection(stream, peer, handler.clone(), limits));
+                    let slot = Rc::new(Slot {
+                        peer,
+                        last_active: Cell::new(Instant::now()),
+                        in_flight: Cell::new(0),
+                        unsent: Cell::new(0),
+                        sent: tokio::sync::Notify::new(),
+                        evicted: Cell::new(false),
+                        evict: tokio::sync::Notify::new(),
+                    });
+                    port.slots.borrow_mut().push(slot.clone());
+                    let registered = Registered { port: port.clone(), slot };
+                    connections.spawn_local(serve_connection(stream, registered, handler.clone(), limits));
                 }
                 Err(e) => {
                     tracing::warn!(event = "accept_failed", error = %e, "cannot accept a connection");
@@ -449,26 +634,42 @@ fn note_task_end(done: Result<(), JoinError>, what: &str) {
 enum End {
     /// The stream ended between frames; the requests read were answered.
     PeerClosed,
+    /// Closed by the server on purpose (idle, or to make room), with the reason.
+    Closed(String),
     /// A protocol or I/O failure, with its reason.
     Failed(String),
 }
 
-async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, handler: RequestHandler, limits: Limits) {
+async fn serve_connection(
+    mut stream: TcpStream,
+    registered: Registered,
+    handler: RequestHandler,
+    limits: ServerLimits,
+) {
+    let peer = registered.slot.peer;
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
     }
     let (read_half, write_half) = stream.split();
-    let mut reader = BufReader::new(read_half);
     let (queue, queued) = mpsc::channel(limits.write_queue);
-    let writer = write_frames(write_half, queued);
+    let writer = write_frames(write_half, queued, limits.idle_timeout, registered.slot.clone());
     tokio::pin!(writer);
+    let mut reader = ConnectionReader {
+        stream: read_half,
+        buf: Vec::new(),
+        reservation: None,
+        frame_started: None,
+        registered: &registered,
+        limits,
+    };
     let end = tokio::select! {
-        end = read_requests(&mut reader, peer, &handler, queue, limits) => end,
+        end = reader.run(&handler, queue) => end,
         written = &mut writer => End::Failed(match written {
             Ok(()) => "the answer queue closed".to_string(),
             Err(e) => format!("cannot write to the client: {}", io_text(&e)),
         }),
     };
+    drop(reader);
     match end {
         End::PeerClosed => {
             // Every sender is gone now: the writer sends what is queued and shuts down.
@@ -477,67 +678,243 @@ async fn serve_connection(mut stream: TcpStream, peer: SocketAddr, handler: Requ
             }
             tracing::debug!(event = "connection_closed", %peer, reason = "closed by the client", "client connection closed");
         }
+        End::Closed(reason) => {
+            tracing::debug!(event = "connection_closed", %peer, %reason, "closing a client connection");
+        }
         End::Failed(reason) => {
             tracing::warn!(event = "connection_closed", %peer, %reason, "closing a client connection");
         }
     }
 }
 
-/// Greets, then reads requests and answers each in its own local task until the stream ends
-/// or fails. Returning drops the unfinished tasks, which cancels them.
-async fn read_requests<R: AsyncRead + Unpin>(
-    reader: &mut R,
-    peer: SocketAddr,
-    handler: &RequestHandler,
-    queue: mpsc::Sender<Vec<u8>>,
-    limits: Limits,
-) -> End {
-    if queue.send(GREETING.to_vec()).await.is_err() {
-        return End::Failed("the answer queue closed".to_string());
-    }
-    let mut greeting = [0u8; 5];
-    match tokio::time::timeout(limits.handshake, read_full(reader, &mut greeting)).await {
-        Err(_) => return End::Failed(format!("no greeting within {:?}", limits.handshake)),
-        Ok(Err(e)) => return End::Failed(format!("read failed: {}", io_text(&e))),
-        Ok(Ok(0)) => return End::PeerClosed,
-        Ok(Ok(5)) => {
-            if let Err(reason) = check_greeting(&greeting, "client") {
-                return End::Failed(reason);
-            }
-        }
-        Ok(Ok(n)) => return End::Failed(format!("the stream ended after {n} bytes of the greeting")),
+/// The reading side of one connection: its bytes read but not yet taken as frames, and the
+/// share of the port's buffer budget its frame in progress holds.
+struct ConnectionReader<'a, R> {
+    stream: R,
+    buf: Vec<u8>,
+    reservation: Option<Reservation>,
+    /// When the first byte of the frame in progress arrived.
+    frame_started: Option<Instant>,
+    registered: &'a Registered,
+    limits: ServerLimits,
+}
+
+impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
+    fn slot(&self) -> &Slot {
+        &self.registered.slot
     }
 
-    let mut in_flight = JoinSet::new();
-    loop {
-        while let Some(done) = in_flight.try_join_next() {
-            note_task_end(done, "request");
+    /// Greets, then reads requests and answers each in its own local task until the stream
+    /// ends, fails, stays idle or is evicted. Returning drops the unfinished tasks, which
+    /// cancels them.
+    async fn run(&mut self, handler: &RequestHandler, queue: mpsc::Sender<Vec<u8>>) -> End {
+        self.slot().unsent.set(self.slot().unsent.get() + 1);
+        if queue.send(GREETING.to_vec()).await.is_err() {
+            return End::Failed("the answer queue closed".to_string());
         }
-        if in_flight.len() >= limits.max_in_flight {
-            // Back-pressure: read nothing more until a request is answered.
-            if let Some(done) = in_flight.join_next().await {
-                note_task_end(done, "request");
-            }
-            continue;
+        if let Some(end) = self.greeting().await {
+            return end;
         }
-        match read_frame::<_, RequestFrame>(reader, limits.max_frame).await {
-            Ok(Some(frame)) => {
-                in_flight.spawn_local(answer(
-                    frame,
-                    handler.clone(),
-                    queue.clone(),
-                    peer,
-                    limits.max_frame,
-                ));
+        let mut in_flight = JoinSet::new();
+        let mut ended = false;
+        loop {
+            // Frames already here go first.
+            loop {
+                if in_flight.len() >= self.limits.max_in_flight {
+                    break;
+                }
+                match self.take_frame() {
+                    Ok(Some(frame)) => {
+                        in_flight.spawn_local(answer(
+                            frame,
+                            handler.clone(),
+                            queue.clone(),
+                            self.registered.slot.clone(),
+                            self.limits.max_answer,
+                        ));
+                    }
+                    Ok(None) => break,
+                    Err(reason) => return End::Failed(reason),
+                }
             }
-            Ok(None) => break,
-            Err(e) => return End::Failed(e.to_string()),
+            self.slot().in_flight.set(in_flight.len());
+            if ended && in_flight.is_empty() {
+                return End::PeerClosed;
+            }
+            if let Err(reason) = self.make_room() {
+                return End::Failed(reason);
+            }
+            // Back-pressure: nothing more is read while max_in_flight requests are unanswered.
+            let reading = !ended && in_flight.len() < self.limits.max_in_flight;
+            let deadline = self.deadline(reading, in_flight.is_empty() && self.slot().unsent.get() == 0);
+            tokio::select! {
+                biased;
+                _ = self.registered.slot.evict.notified() => {
+                    return End::Closed("closed to make room for a new connection (the oldest idle one at the connection limit)".to_string());
+                }
+                _ = self.registered.slot.sent.notified(), if self.slot().unsent.get() > 0 => {}
+                Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
+                    note_task_end(done, "request");
+                    self.slot().touch();
+                    // A frame held back while requests were in flight gets its time again.
+                    if !self.buf.is_empty() {
+                        self.frame_started = Some(Instant::now());
+                    }
+                }
+                read = self.stream.read_buf(&mut self.buf), if reading => match read {
+                    Ok(0) => {
+                        if !self.buf.is_empty() {
+                            return End::Failed(self.truncated().to_string());
+                        }
+                        ended = true;
+                    }
+                    Ok(_) => {
+                        self.slot().touch();
+                        if self.frame_started.is_none() {
+                            self.frame_started = Some(Instant::now());
+                        }
+                    }
+                    Err(e) => return End::Failed(FrameError::Io(e).to_string()),
+                },
+                _ = sleep_until_opt(deadline) => return self.timed_out(),
+            }
         }
     }
-    while let Some(done) = in_flight.join_next().await {
-        note_task_end(done, "request");
+
+    /// Reads the client's greeting within the handshake time; `Some` ends the connection.
+    async fn greeting(&mut self) -> Option<End> {
+        let limit = self.limits.handshake.min(self.limits.idle_timeout);
+        let mut greeting = [0u8; 5];
+        let read = tokio::select! {
+            biased;
+            _ = self.registered.slot.evict.notified() => {
+                return Some(End::Closed("closed to make room for a new connection before it greeted".to_string()));
+            }
+            read = tokio::time::timeout(limit, read_full(&mut self.stream, &mut greeting)) => read,
+        };
+        match read {
+            Err(_) => Some(End::Failed(format!("no greeting within {limit:?}"))),
+            Ok(Err(e)) => Some(End::Failed(format!("read failed: {}", io_text(&e)))),
+            Ok(Ok(0)) => Some(End::PeerClosed),
+            Ok(Ok(5)) => {
+                self.slot().touch();
+                check_greeting(&greeting, "client").err().map(End::Failed)
+            }
+            Ok(Ok(n)) => Some(End::Failed(format!(
+                "the stream ended after {n} bytes of the greeting"
+            ))),
+        }
     }
-    End::PeerClosed
+
+    /// The length of the frame at the front of the buffer, checked against the limit.
+    fn frame_len(&self) -> Result<Option<usize>, String> {
+        let Some(prefix) = self.buf.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        body_len(*prefix, self.limits.max_frame)
+            .map(Some)
+            .map_err(|e| format!("{e} (yarn.sparkyard.client-port.max-frame-size)"))
+    }
+
+    /// Takes a whole request off the front of the buffer, if there is one.
+    fn take_frame(&mut self) -> Result<Option<RequestFrame>, String> {
+        let Some(len) = self.frame_len()? else {
+            return Ok(None);
+        };
+        let total = 4 + len;
+        let Some(body) = self.buf.get(4..total) else {
+            return Ok(None);
+        };
+        let frame = decode_body(body).map_err(|e| e.to_string())?;
+        self.buf.drain(..total);
+        self.frame_started = (!self.buf.is_empty()).then(Instant::now);
+        self.reservation = None;
+        if self.buf.capacity() > SMALL_FRAME_BYTES && self.buf.len() <= SMALL_FRAME_BYTES {
+            self.buf.shrink_to(INITIAL_BODY_CAPACITY.max(self.buf.len()));
+        }
+        Ok(Some(frame))
+    }
+
+    /// Makes room in the buffer for the rest of the frame in progress: a large frame first
+    /// takes its share of the port's budget (or the connection fails), so memory only grows
+    /// within the limits.
+    fn make_room(&mut self) -> Result<(), String> {
+        let wanted = match self.frame_len()? {
+            None => INITIAL_BODY_CAPACITY,
+            Some(len) => {
+                let total = 4 + len;
+                if total > SMALL_FRAME_BYTES && self.reservation.is_none() {
+                    let port = &self.registered.port;
+                    self.reservation = Some(
+                        port.reserve(total, self.limits.max_buffered)
+                            .map_err(|e| format!("{e} (yarn.sparkyard.client-port.max-buffered-bytes)"))?,
+                    );
+                }
+                total
+            }
+        };
+        if self.buf.capacity() < wanted {
+            self.buf.reserve_exact(wanted - self.buf.len());
+        }
+        Ok(())
+    }
+
+    /// When the connection times out: a frame in progress must be whole within the idle
+    /// time-out of its first byte; with nothing in flight and nothing in progress, the
+    /// connection may be idle that long. `None`: no deadline (requests are running and the
+    /// server is not reading).
+    fn deadline(&self, reading: bool, nothing_in_flight: bool) -> Option<Instant> {
+        let idle = self.limits.idle_timeout;
+        if !reading {
+            return None;
+        }
+        match self.frame_started {
+            Some(started) if !self.buf.is_empty() => Some(started + idle),
+            _ if nothing_in_flight => Some(self.slot().last_active.get() + idle),
+            _ => None,
+        }
+    }
+
+    fn timed_out(&self) -> End {
+        let idle = humantime::format_duration(self.limits.idle_timeout);
+        if self.buf.is_empty() {
+            return End::Closed(format!(
+                "idle for {idle} (yarn.sparkyard.client-port.idle-timeout)"
+            ));
+        }
+        let expected = match self.frame_len() {
+            Ok(Some(len)) => format!("{} bytes", 4 + len),
+            _ => "a length prefix".to_string(),
+        };
+        End::Failed(format!(
+            "a frame did not arrive within {idle} of its first byte ({} of {expected}; yarn.sparkyard.client-port.idle-timeout)",
+            self.buf.len()
+        ))
+    }
+
+    /// What a stream that ended inside a frame left.
+    fn truncated(&self) -> FrameError {
+        match self.frame_len() {
+            Ok(Some(len)) => FrameError::Truncated {
+                part: "body",
+                expected: len,
+                received: self.buf.len() - 4,
+            },
+            _ => FrameError::Truncated {
+                part: "length prefix",
+                expected: 4,
+                received: self.buf.len().min(4),
+            },
+        }
+    }
+}
+
+/// Sleeps until `deadline`; never ends without one.
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Runs one request through the handler and queues its answer.
@@ -545,9 +922,10 @@ async fn answer(
     frame: RequestFrame,
     handler: RequestHandler,
     queue: mpsc::Sender<Vec<u8>>,
-    peer: SocketAddr,
+    slot: Rc<Slot>,
     max_frame: usize,
 ) {
+    let peer = slot.peer;
     let RequestFrame { id, request } = frame;
     let name = request.name();
     let response = handler(request).await;
@@ -562,22 +940,51 @@ async fn answer(
             }
         }
     };
+    // Counted before it is queued, so the connection never looks idle in between.
+    slot.unsent.set(slot.unsent.get() + 1);
     // Fails only when the connection is closing, and then nobody waits for the answer.
     let _ = queue.send(encoded).await;
 }
 
 /// Writes queued frames to the socket, flushing when the queue runs dry, until every sender
-/// is gone; then shuts the write side down.
-async fn write_frames<W: AsyncWrite + Unpin>(w: W, mut queued: mpsc::Receiver<Vec<u8>>) -> io::Result<()> {
+/// is gone; then shuts the write side down. A client that reads none of its answers for
+/// `stall` fails the writer (and so the connection).
+async fn write_frames<W: AsyncWrite + Unpin>(
+    w: W,
+    mut queued: mpsc::Receiver<Vec<u8>>,
+    stall: Duration,
+    slot: Rc<Slot>,
+) -> io::Result<()> {
     let mut w = BufWriter::new(w);
+    let stalled = || {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the client read none of its answers for {}",
+                humantime::format_duration(stall)
+            ),
+        )
+    };
     while let Some(frame) = queued.recv().await {
-        w.write_all(&frame).await?;
-        while let Ok(frame) = queued.try_recv() {
+        let mut frames = 1;
+        let batch = async {
             w.write_all(&frame).await?;
-        }
-        w.flush().await?;
+            while let Ok(frame) = queued.try_recv() {
+                frames += 1;
+                w.write_all(&frame).await?;
+            }
+            w.flush().await
+        };
+        tokio::time::timeout(stall, batch)
+            .await
+            .map_err(|_| stalled())??;
+        slot.unsent.set(slot.unsent.get().saturating_sub(frames));
+        slot.touch();
+        slot.sent.notify_one();
     }
-    w.shutdown().await
+    tokio::time::timeout(stall, w.shutdown())
+        .await
+        .map_err(|_| stalled())?
 }
 
 // ------------------------------------------------------------------ client
@@ -656,16 +1063,31 @@ impl ClientConnection {
     }
 
     async fn greet(&mut self) -> Result<(), TransportError> {
-        self.stream
-            .write_all(&GREETING)
-            .await
-            .map_err(|e| self.io_error(e))?;
+        let closed = "it closed the connection before greeting (a node at its connection limit does that when every connection has a request in flight)";
+        let refused = |e: &io::Error| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+            )
+        };
+        if let Err(e) = self.stream.write_all(&GREETING).await {
+            return Err(if refused(&e) {
+                TransportError::Handshake {
+                    addr: self.addr.clone(),
+                    reason: closed.to_string(),
+                }
+            } else {
+                self.io_error(e)
+            });
+        }
         let mut greeting = [0u8; 5];
-        let received = read_full(&mut self.stream, &mut greeting)
-            .await
-            .map_err(|e| self.io_error(e))?;
+        let received = match read_full(&mut self.stream, &mut greeting).await {
+            Ok(n) => n,
+            Err(e) if refused(&e) => 0,
+            Err(e) => return Err(self.io_error(e)),
+        };
         let checked = if received < greeting.len() {
-            Err("it closed the connection before greeting".to_string())
+            Err(closed.to_string())
         } else {
             check_greeting(&greeting, "ResourceManager")
         };
@@ -688,8 +1110,17 @@ impl ClientConnection {
                 reason: reason.clone(),
             });
         }
+        if self.closed_by_peer() {
+            // The server closes connections left idle (or makes room at its connection
+            // limit) before any request of ours was sent: connect again, quietly.
+            tracing::debug!(addr = %self.addr, "the ResourceManager closed the idle connection; connecting again");
+            let fresh = ClientConnection::connect(&self.addr, timeout).await?;
+            let next_id = self.next_id;
+            *self = fresh;
+            self.next_id = next_id;
+        }
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id = self.next_id.wrapping_add(1);
         let name = request.name();
         let frame = encode_frame(&RequestFrame { id, request })?;
         match tokio::time::timeout(timeout, self.exchange(id, &frame)).await {
@@ -703,6 +1134,21 @@ impl ClientConnection {
                 request: name,
                 after: timeout,
             }),
+        }
+    }
+
+    /// Whether the server has closed this connection (bytes it sent before closing, late
+    /// answers to abandoned calls, are kept). Does not wait.
+    fn closed_by_peer(&mut self) -> bool {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.try_read(&mut chunk) {
+                Ok(0) => return true,
+                Ok(n) => self.received.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return true,
+            }
         }
     }
 
@@ -856,20 +1302,35 @@ mod tests {
     impl Capture {
         /// Waits for a `connection_closed` warning whose reason contains `text`.
         async fn closed_warning(&self, text: &str) -> BTreeMap<String, String> {
-            within(&format!("a connection_closed warning about '{text}'"), async {
-                loop {
-                    let found = self.0.lock().unwrap().iter().find_map(|(level, fields)| {
-                        let wanted = *level == Level::WARN
-                            && fields.get("event").map(String::as_str) == Some("connection_closed")
-                            && fields.get("reason").is_some_and(|r| r.contains(text));
-                        wanted.then(|| fields.clone())
-                    });
-                    if let Some(fields) = found {
-                        return fields;
+            self.record(Level::WARN, "connection_closed", "reason", text)
+                .await
+        }
+
+        /// Waits for a record of `level` and `event` whose `field` contains `text`.
+        async fn record(
+            &self,
+            level: Level,
+            event: &str,
+            field: &str,
+            text: &str,
+        ) -> BTreeMap<String, String> {
+            within(
+                &format!("a {level} {event} record with {field} '{text}'"),
+                async {
+                    loop {
+                        let found = self.0.lock().unwrap().iter().find_map(|(l, fields)| {
+                            let wanted = *l == level
+                                && fields.get("event").map(String::as_str) == Some(event)
+                                && fields.get(field).is_some_and(|r| r.contains(text));
+                            wanted.then(|| fields.clone())
+                        });
+                        if let Some(fields) = found {
+                            return fields;
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
                     }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            })
+                },
+            )
             .await
         }
     }
@@ -948,11 +1409,11 @@ mod tests {
         task: tokio::task::JoinHandle<()>,
     }
 
-    async fn start(handler: RequestHandler, limits: Limits) -> Server {
+    async fn start(handler: RequestHandler, limits: ServerLimits) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = watch::channel(false);
-        let task = actix_rt::spawn(serve_with(listener, handler, stopped, limits));
+        let task = actix_rt::spawn(serve_limited(listener, handler, stopped, limits));
         Server { addr, stop, task }
     }
 
@@ -1082,7 +1543,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn round_trip_through_serve_and_client() {
-        let server = start(fixed_handler(), Limits::default()).await;
+        let server = start(fixed_handler(), ServerLimits::default()).await;
         let addr = server.addr.to_string();
         let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
         assert_eq!(client.addr(), addr);
@@ -1114,7 +1575,7 @@ mod tests {
     #[actix_rt::test]
     async fn concurrent_requests_on_one_connection_are_answered_by_id() {
         let (handler, mut arrivals) = controlled_handler();
-        let server = start(handler, Limits::default()).await;
+        let server = start(handler, ServerLimits::default()).await;
         let mut stream = raw_connect(server.addr).await;
         for (id, c) in [(10, 1), (11, 2), (12, 3)] {
             send_request(&mut stream, id, output_request(c)).await;
@@ -1146,9 +1607,9 @@ mod tests {
     #[actix_rt::test]
     async fn the_reader_waits_while_max_in_flight_requests_are_unanswered() {
         let (handler, mut arrivals) = controlled_handler();
-        let limits = Limits {
+        let limits = ServerLimits {
             max_in_flight: 4,
-            ..Limits::default()
+            ..ServerLimits::default()
         };
         let server = start(handler, limits).await;
         let mut stream = raw_connect(server.addr).await;
@@ -1180,7 +1641,7 @@ mod tests {
     async fn a_malformed_body_closes_only_that_connection() {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let server = start(fixed_handler(), Limits::default()).await;
+        let server = start(fixed_handler(), ServerLimits::default()).await;
         let mut good = ClientConnection::connect(&server.addr.to_string(), WAIT)
             .await
             .unwrap();
@@ -1203,7 +1664,7 @@ mod tests {
     async fn a_truncated_frame_closes_the_connection_with_its_reason() {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let server = start(fixed_handler(), Limits::default()).await;
+        let server = start(fixed_handler(), ServerLimits::default()).await;
 
         let mut body_cut = raw_connect(server.addr).await;
         body_cut
@@ -1230,18 +1691,16 @@ mod tests {
     async fn an_oversized_length_prefix_closes_the_connection_with_its_reason() {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let server = start(fixed_handler(), Limits::default()).await;
+        let server = start(fixed_handler(), ServerLimits::default()).await;
 
+        let max = DEFAULT_MAX_REQUEST_FRAME;
         let mut stream = raw_connect(server.addr).await;
-        stream
-            .write_all(&(MAX_FRAME_BYTES as u32 + 1).to_be_bytes())
-            .await
-            .unwrap();
+        stream.write_all(&(max as u32 + 1).to_be_bytes()).await.unwrap();
         expect_closed(&mut stream).await;
         capture
             .closed_warning(&format!(
-                "a frame of {} bytes is over the limit of {MAX_FRAME_BYTES} bytes",
-                MAX_FRAME_BYTES + 1
+                "a frame of {} bytes is over the limit of {max} bytes (yarn.sparkyard.client-port.max-frame-size)",
+                max + 1
             ))
             .await;
 
@@ -1254,7 +1713,7 @@ mod tests {
         let (handler, mut arrivals) = controlled_handler();
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let server = start(handler, Limits::default()).await;
+        let server = start(handler, ServerLimits::default()).await;
         let mut stream = raw_connect(server.addr).await;
         send_request(&mut stream, 1, output_request(1)).await;
         stream.shutdown().await.unwrap();
@@ -1281,9 +1740,9 @@ mod tests {
     #[actix_rt::test]
     async fn an_answer_over_the_frame_limit_becomes_a_failure() {
         let handler = handler_fn(|_| async { ClientResponse::ContainerOutput(Ok("x".repeat(500))) });
-        let limits = Limits {
-            max_frame: 200,
-            ..Limits::default()
+        let limits = ServerLimits {
+            max_answer: 200,
+            ..ServerLimits::default()
         };
         let server = start(handler, limits).await;
         let mut client = ClientConnection::connect(&server.addr.to_string(), WAIT)
@@ -1299,13 +1758,214 @@ mod tests {
         server.stop.send_replace(true);
     }
 
+    // ---- the port's bounds
+
+    fn short_idle(idle_ms: u64) -> ServerLimits {
+        ServerLimits {
+            idle_timeout: Duration::from_millis(idle_ms),
+            ..ServerLimits::default()
+        }
+    }
+
+    /// One call on a raw connection, answered by the fixed handler.
+    async fn round_trip(stream: &mut TcpStream, id: u64) {
+        send_request(stream, id, ClientRequest::GetClusterNodes(GetClusterNodes)).await;
+        assert_eq!(read_response(stream).await.id, id);
+    }
+
+    #[actix_rt::test]
+    async fn an_idle_connection_is_closed_and_the_client_connects_again_quietly() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(fixed_handler(), short_idle(200)).await;
+        let mut client = ClientConnection::connect(&server.addr.to_string(), WAIT)
+            .await
+            .unwrap();
+        let nodes = ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]);
+        let call = ClientRequest::GetClusterNodes(GetClusterNodes);
+        assert_eq!(client.call(call.clone(), WAIT).await.unwrap(), nodes);
+
+        let closed = capture
+            .record(Level::DEBUG, "connection_closed", "reason", "idle for 200ms")
+            .await;
+        assert_eq!(
+            closed.get("peer"),
+            Some(&client.stream.local_addr().unwrap().to_string())
+        );
+        // The next call finds the connection closed and opens another one by itself.
+        within("the close to reach the client", async {
+            while !client.closed_by_peer() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert_eq!(client.call(call, WAIT).await.unwrap(), nodes);
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn a_silent_connection_and_a_stalled_frame_are_closed_after_the_idle_time() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let server = start(fixed_handler(), short_idle(200)).await;
+
+        // Never greets: closed after the handshake time (at most the idle time).
+        let mut silent = TcpStream::connect(server.addr).await.unwrap();
+        expect_closed(&mut silent).await;
+        capture.closed_warning("no greeting within 200ms").await;
+
+        // A frame of 1,000 bytes of which 10 come.
+        let mut stalled = raw_connect(server.addr).await;
+        stalled.write_all(&1000u32.to_be_bytes()).await.unwrap();
+        stalled.write_all(&[0; 10]).await.unwrap();
+        expect_closed(&mut stalled).await;
+        capture
+            .closed_warning("a frame did not arrive within 200ms of its first byte (14 of 1004 bytes")
+            .await;
+
+        assert_serving(server.addr).await;
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn at_the_connection_limit_the_idlest_connection_makes_room() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let limits = ServerLimits {
+            max_connections: 2,
+            ..ServerLimits::default()
+        };
+        let server = start(fixed_handler(), limits).await;
+        let mut first = raw_connect(server.addr).await;
+        round_trip(&mut first, 1).await;
+        let mut second = raw_connect(server.addr).await;
+        round_trip(&mut second, 1).await;
+
+        // A third connection: the first, idle longest, is closed to make room.
+        assert_serving(server.addr).await;
+        expect_closed(&mut first).await;
+        let evicted = capture
+            .record(
+                Level::INFO,
+                "connection_evicted",
+                "peer",
+                &first.local_addr().unwrap().to_string(),
+            )
+            .await;
+        assert_eq!(evicted.get("max_connections").map(String::as_str), Some("2"));
+        round_trip(&mut second, 2).await;
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn at_the_connection_limit_with_every_connection_busy_a_new_one_is_refused() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let (handler, mut arrivals) = controlled_handler();
+        let limits = ServerLimits {
+            max_connections: 1,
+            ..ServerLimits::default()
+        };
+        let server = start(handler, limits).await;
+        let mut busy = raw_connect(server.addr).await;
+        send_request(&mut busy, 1, output_request(1)).await;
+        let (_, answer) = within("the request", arrivals.recv()).await.unwrap();
+
+        let err = ClientConnection::connect(&server.addr.to_string(), WAIT)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("it closed the connection before greeting"),
+            "{err}"
+        );
+        capture
+            .record(Level::WARN, "connection_refused", "max_connections", "1")
+            .await;
+
+        // The busy connection is untouched.
+        answer
+            .send(ClientResponse::ContainerOutput(Ok("kept".into())))
+            .unwrap();
+        assert_eq!(read_response(&mut busy).await.id, 1);
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn large_frames_in_progress_share_one_bounded_budget() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let limits = ServerLimits {
+            max_frame: 1 << 20,
+            max_buffered: 1 << 20,
+            idle_timeout: Duration::from_millis(300),
+            ..ServerLimits::default()
+        };
+        let server = start(fixed_handler(), limits).await;
+        // Two senders of 600 KiB frames that stall: only one fits in the budget.
+        let mut senders = Vec::new();
+        for _ in 0..2 {
+            let mut s = raw_connect(server.addr).await;
+            s.write_all(&(600u32 << 10).to_be_bytes()).await.unwrap();
+            s.write_all(&[0; 100]).await.unwrap();
+            senders.push(s);
+        }
+        for s in &mut senders {
+            expect_closed(s).await;
+        }
+        capture
+            .closed_warning("does not fit: frames in progress on this port hold 614404 of the 1048576 bytes it buffers (yarn.sparkyard.client-port.max-buffered-bytes)")
+            .await;
+        capture
+            .closed_warning("a frame did not arrive within 300ms")
+            .await;
+
+        // The budget is back: a frame as large goes through whole.
+        let mut whole = raw_connect(server.addr).await;
+        let request = RequestFrame {
+            id: 7,
+            request: ClientRequest::KillApplication(crate::yarn::protocol::KillApplication {
+                app_id: app(1),
+                diagnostics: "x".repeat(600 << 10),
+            }),
+        };
+        whole.write_all(&encode_frame(&request).unwrap()).await.unwrap();
+        assert_eq!(read_response(&mut whole).await.id, 7);
+        server.stop.send_replace(true);
+    }
+
+    #[actix_rt::test]
+    async fn a_client_that_reads_no_answers_is_closed_after_the_idle_time() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+        let handler = handler_fn(|request| async move {
+            match request {
+                ClientRequest::GetContainerOutput(_) => {
+                    ClientResponse::ContainerOutput(Ok("x".repeat(1 << 20)))
+                }
+                _ => ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]),
+            }
+        });
+        let server = start(handler, short_idle(300)).await;
+        let mut greedy = raw_connect(server.addr).await;
+        // Far more answer bytes than the socket buffers hold; none is read.
+        for id in 1..=48 {
+            send_request(&mut greedy, id, output_request(id)).await;
+        }
+        capture
+            .closed_warning("the client read none of its answers for 300ms")
+            .await;
+        assert_serving(server.addr).await;
+        server.stop.send_replace(true);
+    }
+
     // ---- greetings
 
     #[actix_rt::test]
     async fn the_server_refuses_a_client_that_does_not_greet_as_sparkyard() {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let server = start(fixed_handler(), Limits::default()).await;
+        let server = start(fixed_handler(), ServerLimits::default()).await;
 
         let mut http = TcpStream::connect(server.addr).await.unwrap();
         http.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
@@ -1383,7 +2043,7 @@ mod tests {
     #[actix_rt::test]
     async fn a_call_without_an_answer_times_out_and_its_late_answer_is_skipped() {
         let (handler, mut arrivals) = controlled_handler();
-        let server = start(handler, Limits::default()).await;
+        let server = start(handler, ServerLimits::default()).await;
         let addr = server.addr.to_string();
         let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
 
@@ -1477,7 +2137,7 @@ mod tests {
     #[actix_rt::test]
     async fn the_stop_signal_ends_serve_and_its_connections() {
         let (handler, mut arrivals) = controlled_handler();
-        let server = start(handler, Limits::default()).await;
+        let server = start(handler, ServerLimits::default()).await;
         let mut open = raw_connect(server.addr).await;
         send_request(&mut open, 1, output_request(1)).await;
         let (_, _unanswered) = within("the request", arrivals.recv()).await.unwrap();
@@ -1493,7 +2153,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn dropping_the_stop_sender_also_ends_serve() {
-        let server = start(fixed_handler(), Limits::default()).await;
+        let server = start(fixed_handler(), ServerLimits::default()).await;
         assert_serving(server.addr).await;
         drop(server.stop);
         within("serve to end", server.task).await.unwrap();

@@ -104,7 +104,8 @@ impl CancelToken {
     /// Blocks the calling thread for up to `timeout`; returns `Err(Cancelled)` as soon as the
     /// token fires, `Ok(())` when the time passed without it.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), Cancelled> {
-        let deadline = std::time::Instant::now() + timeout;
+        // A time-out no Instant can hold waits for the token alone.
+        let deadline = std::time::Instant::now().checked_add(timeout);
         let mut state = lock(&self.inner);
         loop {
             if let Some(reason) = &state.reason {
@@ -112,11 +113,14 @@ impl CancelToken {
                     reason: reason.clone(),
                 });
             }
-            let now = std::time::Instant::now();
-            if now >= deadline {
+            let left = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(std::time::Instant::now()),
+                None => Duration::MAX,
+            };
+            if left.is_zero() {
                 return Ok(());
             }
-            state = match self.inner.cv.wait_timeout(state, deadline - now) {
+            state = match self.inner.cv.wait_timeout(state, left) {
                 Ok((s, _)) => s,
                 Err(p) => p.into_inner().0,
             };

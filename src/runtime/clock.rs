@@ -21,6 +21,9 @@ use super::cancel::{CancelToken, Cancelled};
 /// task run once; message chains of this many hops settle within one step).
 const SETTLE_YIELDS: usize = 64;
 
+/// What a sleep whose deadline no `Instant` can hold waits instead (about a century).
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 #[derive(Default)]
 struct Manual {
     now: Duration,
@@ -281,7 +284,12 @@ impl Future for Sleep {
         match &this.clock.inner.kind {
             Kind::Real { start } => {
                 if this.real.is_none() {
-                    let at = tokio::time::Instant::from_std(*start + this.deadline);
+                    // A deadline past what an Instant can hold (a sleep of u64::MAX seconds)
+                    // is never reached: sleep for a century instead of overflowing.
+                    let at = start
+                        .checked_add(this.deadline)
+                        .map(tokio::time::Instant::from_std)
+                        .unwrap_or_else(|| tokio::time::Instant::now() + FAR_FUTURE);
                     this.real = Some(Box::pin(tokio::time::sleep_until(at)));
                 }
                 match this.real.as_mut() {

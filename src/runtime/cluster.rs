@@ -312,6 +312,30 @@ impl Cluster {
         }
     }
 
+    /// Waits until the root at `path` (started with [`Cluster::start_root`]) ends, however
+    /// long that takes, and answers how it ended; at once if it already has. `None` if no
+    /// root was started there (or the cluster was shut down). Race it against whatever else
+    /// may end the wait: a process's main loop waits on this and its signals.
+    pub async fn root_ended(&self, path: &ActorPath) -> Option<ExitReason> {
+        let shared = self
+            .inner
+            .roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|r| &r.path == path)
+            .cloned()?;
+        loop {
+            let notified = self.inner.ended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(reason) = shared.final_reason() {
+                return Some(reason);
+            }
+            notified.await;
+        }
+    }
+
     /// Stops every root gracefully, newest first, each within `limit` of real time (what
     /// is still running after that is aborted). Timers and clocks play no part, so this
     /// ends even on a manual clock that nobody advances.

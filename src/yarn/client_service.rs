@@ -7,15 +7,32 @@
 //! from the registry, and kills, partitions and fault plans through the cluster's fault
 //! injection. A pattern that is malformed, or that matches no running actor, is refused
 //! with one line naming it: a control never does nothing silently.
+//!
+//! Values that come over the wire are bounded before they are used: a report waits at most
+//! [`MAX_REPORT_WAIT`] for a change (a client that asks for longer gets its answer then and
+//! asks again); a delayed kill, a partition, a partition's delay and a planned kill's moment
+//! are at most [`MAX_ADMIN_DELAY`] away, a plan has at most [`MAX_PLAN_FAULTS`] kills and a
+//! kill fires after at most [`MAX_PLAN_TASKS`] tasks; beyond that the call is refused with
+//! one line naming the value and the limit.
 
 use std::time::Duration;
 
-use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, ReportWait};
+use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse};
 use super::records::{ApplicationId, ContainerId};
 use super::resource_manager::ResourceManager;
 use crate::rpc::EndpointRef;
+use crate::runtime::fault::Trigger;
 use crate::runtime::registry::ActorInfo;
-use crate::runtime::{ActorPath, Cluster, FaultError, PathGlob};
+use crate::runtime::{ActorPath, Cluster, FaultError, PartitionMode, PathGlob};
+
+/// The longest a report waits for a change of state before it is answered anyway.
+pub const MAX_REPORT_WAIT: Duration = Duration::from_secs(60);
+/// The furthest ahead an admin call may schedule anything (a kill, a partition's end).
+pub const MAX_ADMIN_DELAY: Duration = Duration::from_secs(24 * 3600);
+/// The most kills one fault plan may hold.
+pub const MAX_PLAN_FAULTS: usize = 1000;
+/// The most finished tasks a planned kill may wait for.
+pub const MAX_PLAN_TASKS: u64 = 1_000_000_000;
 
 /// Serves `request` with the ResourceManager behind `rm`, waiting at most `timeout` (plus the
 /// request's own report wait). Admin calls need the node's cluster ([`serve_admin`]); here
@@ -35,9 +52,12 @@ pub async fn serve(
             Ok(r) => ClientResponse::SubmitApplication(r),
             Err(e) => failed(e),
         },
-        ClientRequest::GetApplicationReport(m) => {
-            let wait = m.wait.map(|w: ReportWait| w.max).unwrap_or(Duration::ZERO);
-            match rm.ask(m, timeout + wait).await {
+        ClientRequest::GetApplicationReport(mut m) => {
+            if let Some(w) = &mut m.wait {
+                w.max = w.max.min(MAX_REPORT_WAIT);
+            }
+            let wait = m.wait.map(|w| w.max).unwrap_or(Duration::ZERO);
+            match rm.ask(m, timeout.saturating_add(wait)).await {
                 Ok(r) => ClientResponse::ApplicationReport(r),
                 Err(e) => failed(e),
             }
@@ -88,9 +108,59 @@ fn resolve(cluster: &Cluster, target: &str) -> Result<Vec<ActorInfo>, String> {
     Ok(found)
 }
 
+/// Refuses a delay beyond [`MAX_ADMIN_DELAY`], naming what it is.
+fn within_delay(what: &str, d: Duration) -> Result<(), String> {
+    if d > MAX_ADMIN_DELAY {
+        return Err(format!(
+            "{what} of {} is over the limit of {}",
+            humantime::format_duration(d),
+            humantime::format_duration(MAX_ADMIN_DELAY)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the values of an admin call that came over the wire.
+pub fn check_admin(request: &AdminRequest) -> Result<(), String> {
+    match request {
+        AdminRequest::ListActors { .. } => Ok(()),
+        AdminRequest::Kill { after, .. } => after.map_or(Ok(()), |d| within_delay("a kill delay", d)),
+        AdminRequest::Partition { duration, mode, .. } => {
+            within_delay("a partition", *duration)?;
+            match mode {
+                PartitionMode::Delay(d) => within_delay("a partition's message delay", *d),
+                PartitionMode::Drop => Ok(()),
+            }
+        }
+        AdminRequest::RunPlan { plan, .. } => {
+            if plan.faults.len() > MAX_PLAN_FAULTS {
+                return Err(format!(
+                    "a fault plan of {} kills is over the limit of {MAX_PLAN_FAULTS}",
+                    plan.faults.len()
+                ));
+            }
+            for f in &plan.faults {
+                match f.when {
+                    Trigger::At(d) => within_delay("a planned kill's moment", d)?,
+                    Trigger::AfterTasks(n) if n > MAX_PLAN_TASKS => {
+                        return Err(format!(
+                            "a planned kill after {n} finished tasks is over the limit of {MAX_PLAN_TASKS}"
+                        ))
+                    }
+                    Trigger::AfterTasks(_) => {}
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Serves one admin call with the node's `cluster`.
 pub fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminResponse {
     let refused = AdminResponse::Refused;
+    if let Err(e) = check_admin(&request) {
+        return refused(format!("{}: {e}", request.name()));
+    }
     match request {
         AdminRequest::ListActors { app } => {
             let mut actors = cluster.actors();

@@ -86,9 +86,10 @@ pub fn start_node(
     }
     if let Some(listener) = listener {
         let rm = rm.clone();
+        let limits = super::client_rm_service::client_port_limits(conf)?;
         spec = spec.child(
             ChildSpec::worker("client-rm-service", move |_, me| {
-                ClientRmService::new(me, listener.clone(), rm.clone())
+                ClientRmService::new(me, listener.clone(), rm.clone(), limits)
             })
             .ids(LogIds::default().node(rm_host)),
         );

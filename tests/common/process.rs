@@ -80,21 +80,33 @@ impl Drop for Node {
 }
 
 pub fn start_node() -> Node {
+    start_node_with(&[], Stdio::null()).0
+}
+
+/// A node with extra `--conf key=value` settings; with `stderr` piped, its stderr lines too
+/// (read on a thread until the node exits, so the pipe never fills).
+pub fn start_node_with(conf: &[&str], stderr: Stdio) -> (Node, Option<Receiver<String>>) {
     let logs = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args([
-            "node",
-            "--config-dir",
-            &config_dir(),
-            "--conf",
-            "yarn.resourcemanager.address=127.0.0.1:0",
-        ])
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "node",
+        "--config-dir",
+        &config_dir(),
+        "--conf",
+        "yarn.resourcemanager.address=127.0.0.1:0",
+    ]);
+    for pair in conf {
+        cmd.args(["--conf", pair]);
+    }
+    let mut child = cmd
         .args(["--log-dir", logs.path().to_str().unwrap()])
         .env_remove("RUST_LOG")
+        .env("RUST_BACKTRACE", "0")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
+    let err = child.stderr.take().map(lines);
     let out = lines(child.stdout.take().unwrap());
     let ready = wait_for(&out, "ResourceManager listening on", &mut Vec::new());
     let addr = ready
@@ -102,7 +114,7 @@ pub fn start_node() -> Node {
         .find(|w| w.starts_with("127.0.0.1:"))
         .expect("an address in the readiness line")
         .to_string();
-    Node { child, addr, logs }
+    (Node { child, addr, logs }, err)
 }
 
 pub fn submit(node: &Node, args: &[&str]) -> Command {
