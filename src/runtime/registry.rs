@@ -149,6 +149,27 @@ impl Registry {
         found
     }
 
+    /// The paths matching `glob` that are between two incarnations: one ran there before,
+    /// none runs now (or it is ending: a stop or kill is under way), and the actor above it
+    /// runs, so its supervisor is about to restart it (or has just decided not to).
+    pub(crate) fn between_incarnations(&self, glob: &PathGlob) -> Vec<ActorPath> {
+        let running = |path: &ActorPath| self.entries.get(path).is_some_and(|e| !e.shared.is_ending());
+        let mut found: Vec<ActorPath> = self
+            .incarnations
+            .iter()
+            .map(|e| e.key().clone())
+            .filter(|path| glob.matches(path.as_str()) && !running(path))
+            .filter(|path| path.parent().is_some_and(|p| running(&p)))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Whether an actor has ever run at a path matching `glob`.
+    pub(crate) fn ever_matched(&self, glob: &PathGlob) -> bool {
+        self.incarnations.iter().any(|e| glob.matches(e.key().as_str()))
+    }
+
     /// Every live actor strictly below `path`, deepest first.
     pub(crate) fn descendants(&self, path: &ActorPath) -> Vec<Arc<CellShared>> {
         let mut found: Vec<Arc<CellShared>> = self
