@@ -5,10 +5,12 @@
 //! - `spark.sparkyard.chaos.plan=<glob>@<k>[:panic],...`: kill what matches `<glob>` once
 //!   the k-th task of the run has finished (as a stop, or as a panic with `:panic`);
 //! - `spark.sparkyard.chaos.seed=<n>`: a seeded random plan of `spark.sparkyard.chaos.kills`
-//!   kills (3) of actors drawn from `spark.sparkyard.chaos.targets` (every killable actor),
-//!   each after a number of finished tasks drawn from `1..=spark.sparkyard.chaos.tasks`
-//!   (10), killing one of the matching actors. The plan is a pure function of these
-//!   settings, so anyone can replay a failing seed.
+//!   kills (3) of actors drawn from `spark.sparkyard.chaos.targets` (by default every
+//!   killable actor that exists in a run of this configuration: [`killable_in`]), each after
+//!   a number of finished tasks drawn from `1..=spark.sparkyard.chaos.tasks` (10), killing
+//!   one of the matching actors. The plan is a pure function of these settings, so anyone
+//!   can replay a failing seed; and when a kill fires while its target restarts, it waits
+//!   for the new incarnation (`Cluster::run_plan`), so a replay kills the same actors.
 
 use crate::conf::{self, SparkConf};
 use crate::runtime::{FaultError, FaultPlan, KillMode, PathGlob, PlannedFault, Span, Trigger};
@@ -103,6 +105,25 @@ pub fn killable_globs() -> Vec<&'static str> {
     KILLABLE.iter().map(|k| k.glob).collect()
 }
 
+/// The killable actors that exist in a run of `c`: the YARN Client only in cluster mode
+/// (client mode has none), the speculation timer only with `spark.speculation=true`, the
+/// allocation manager only with dynamic allocation.
+pub fn killable_in(c: &SparkConf) -> Vec<&'static str> {
+    let cluster_mode = c.get(&conf::SUBMIT_DEPLOY_MODE) == Ok("cluster");
+    let speculation = c.get(&conf::SPECULATION_ENABLED).unwrap_or(false);
+    let dynamic_allocation = c.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
+    KILLABLE
+        .iter()
+        .filter(|k| match k.actor_type {
+            "Client" => cluster_mode,
+            "SpeculationTimer" => speculation,
+            "ExecutorAllocationManager" => dynamic_allocation,
+            _ => true,
+        })
+        .map(|k| k.glob)
+        .collect()
+}
+
 /// A problem with a chaos setting: one line naming the key and the value.
 fn bad(key: &str, value: &str, why: impl std::fmt::Display) -> String {
     format!("invalid value '{value}' for {key}: {why}")
@@ -152,7 +173,7 @@ pub fn plan_from_conf(c: &SparkConf) -> Result<Option<FaultPlan>, String> {
     let tasks = c.get(&conf::CHAOS_TASKS).map_err(|e| e.to_string())?;
     let targets: Vec<String> = match c.get(&conf::CHAOS_TARGETS).map_err(|e| e.to_string())? {
         Some(list) if !list.is_empty() => list,
-        _ => killable_globs().into_iter().map(str::to_string).collect(),
+        _ => killable_in(c).into_iter().map(str::to_string).collect(),
     };
     let refs: Vec<&str> = targets.iter().map(String::as_str).collect();
     FaultPlan::seeded(seed, &refs, kills as usize, Span::Tasks(u64::from(tasks)))
@@ -233,7 +254,7 @@ mod tests {
         assert!(a
             .faults
             .iter()
-            .all(|f| killable_globs().contains(&f.target.as_str()) && f.pick.is_some()));
+            .all(|f| killable_in(&c).contains(&f.target.as_str()) && f.pick.is_some()));
         assert!(a
             .faults
             .iter()
@@ -250,6 +271,32 @@ mod tests {
         // An explicit plan wins over the seed.
         c.set("spark.sparkyard.chaos.plan", "/node/rm@1");
         assert_eq!(plan_from_conf(&c).unwrap().unwrap().faults.len(), 1);
+    }
+
+    #[test]
+    fn seeded_plans_draw_only_actors_that_exist_in_the_run() {
+        let mut c = SparkConf::new();
+        let client = killable_in(&c);
+        for absent in [
+            "/submit/client",
+            "*/driver/speculation-timer",
+            "*/driver/executor-allocation-manager",
+        ] {
+            assert!(!client.contains(&absent), "{absent}");
+        }
+        assert_eq!(client.len(), KILLABLE.len() - 3);
+        c.set("spark.submit.deployMode", "cluster")
+            .set("spark.speculation", "true")
+            .set("spark.dynamicAllocation.enabled", "true");
+        assert_eq!(killable_in(&c), killable_globs());
+        // Over many seeds, a client-mode plan never names the Client.
+        let mut c = SparkConf::new();
+        c.set("spark.sparkyard.chaos.kills", "20");
+        for seed in 0..50 {
+            c.set("spark.sparkyard.chaos.seed", seed.to_string());
+            let plan = plan_from_conf(&c).unwrap().unwrap();
+            assert!(plan.faults.iter().all(|f| client.contains(&f.target.as_str())));
+        }
     }
 
     #[test]

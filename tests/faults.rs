@@ -10,8 +10,8 @@ use common::*;
 use sparkyard::rpc::AskError;
 use sparkyard::runtime::fault::PlanOutcome;
 use sparkyard::runtime::{
-    ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Span, Strategy,
-    SupervisorSpec, Terminated, Trigger,
+    Backoff, ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Span,
+    Strategy, SupervisorSpec, Terminated, Trigger,
 };
 
 fn watcher_spec(seen: &Arc<Mutex<Vec<Terminated>>>) -> ChildSpec {
@@ -470,4 +470,54 @@ async fn a_plan_by_progress_fires_after_the_kth_finished_task() {
         Some("progress-test (after 2 finished tasks)")
     );
     assert_eq!(events(&cluster, "fault_skipped").len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_planned_kill_waits_for_its_target_to_restart() {
+    let cluster = cluster();
+    let journal = Journal::default();
+    // A restart after a 1 s backoff on the manual clock: the target stays between two
+    // incarnations until the test advances the clock.
+    let spec = SupervisorSpec::new(Strategy::OneForOne)
+        .intensity(10, Duration::from_secs(10))
+        .backoff(Some(Backoff {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(1),
+        }))
+        .child(probe_spec("target", &journal));
+    cluster.start_root("r", spec).unwrap();
+    eventually("started", || journal.lines().len() == 1).await;
+    cluster.kill("/r/target", KillMode::Panic, "test").unwrap();
+    eventually("the kill ended it", || {
+        !cluster.registry().contains(&path("/r/target"))
+    })
+    .await;
+    let plan = FaultPlan::new(vec![PlannedFault {
+        when: Trigger::AfterTasks(1),
+        target: "/r/target".into(),
+        mode: KillMode::Stop,
+        pick: None,
+    }])
+    .unwrap();
+    let run = cluster.run_plan(plan, "restart-test");
+    cluster.progress().task_finished();
+    eventually("the plan waits", || {
+        records_with(&cluster, "fault injection waits for /r/target")
+    })
+    .await;
+    assert!(run.outcomes().is_empty(), "not skipped while it restarts");
+    cluster.clock().advance(Duration::from_secs(1)).await;
+    eventually("plan finished", || run.is_finished()).await;
+    let killed = &run.outcomes()[0].killed;
+    assert_eq!(killed.len(), 1, "{:?}", run.outcomes());
+    assert_eq!(killed[0].incarnation, 2);
+    assert!(events(&cluster, "fault_skipped").is_empty());
+}
+
+fn records_with(cluster: &Cluster, text: &str) -> bool {
+    cluster
+        .logs()
+        .records()
+        .iter()
+        .any(|r| r["msg"].as_str().is_some_and(|m| m.contains(text)))
 }

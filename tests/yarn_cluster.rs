@@ -18,7 +18,7 @@ use sparkyard::rpc::EndpointRef;
 use sparkyard::runtime::ActorPath;
 use sparkyard::scheduler::messages::RequestExecutors;
 use sparkyard::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
-use sparkyard::yarn::node::{local_cluster_nodes, rm_path};
+use sparkyard::yarn::node::rm_path;
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
 use sparkyard::yarn::resource_manager::ResourceManager;
 
@@ -195,7 +195,13 @@ async fn driver_test_registers_three_executors_and_the_logs_tell_the_path_in_ord
 #[actix_rt::test]
 async fn the_count_printed_is_the_drivers_when_the_cluster_fits_fewer_executors_than_asked() {
     // One node of 4 GB: the AM takes 2 GB (1408 MB rounded up), one executor the rest.
-    let node = node(local_cluster_nodes(1, 4, 4096)).await;
+    let node = node(vec![NodeSpec {
+        host: "host1".into(),
+        rack: "/default-rack".into(),
+        memory_mb: 4096,
+        vcores: 4,
+    }])
+    .await;
     let outcome = run(
         &node,
         args(

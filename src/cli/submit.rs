@@ -99,7 +99,7 @@ fn target(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Target, Str
         }
         Some(m) => match ssa::parse_local_cluster(m) {
             Some((n, cores, mem)) => Ok(Target::Embedded(crate::yarn::node::local_cluster_nodes(
-                n, cores, mem,
+                n, cores, mem, conf,
             ))),
             None => Err(format!("unsupported master '{m}'")),
         },

@@ -131,6 +131,7 @@ pub fn task_scheduler_config(conf: &SparkConf) -> TaskSchedulerConfig {
             .get_str("spark.executor.cores")
             .and(conf.get(&conf::EXECUTOR_CORES).ok()),
         external_shuffle_service: conf.get(&conf::SHUFFLE_SERVICE_ENABLED).unwrap_or(false),
+        starvation_timeout_ms: ms(&conf::STARVATION_TIMEOUT, d.starvation_timeout_ms),
     }
 }
 

@@ -18,7 +18,7 @@ mod output;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 pub use driver::{driver_spec, stop_driver, task_scheduler_config, DriverPaths, DRIVER_SEGMENT};
@@ -88,13 +88,40 @@ pub enum DriverMode {
     },
 }
 
-/// Client mode's YarnClientSchedulerBackend.start: submits the application whose AM is the
-/// executor launcher and waits until it runs; implemented by the deploy side.
+/// Client mode's YarnClientSchedulerBackend: start submits the application whose AM is the
+/// executor launcher, waits until it runs and monitors it; stop stops that monitor first.
+/// Implemented by the deploy side.
 pub trait ClientLauncher: Send + Sync + fmt::Debug {
-    /// Submits and waits until the application is RUNNING; answers its application id.
-    fn launch(&self, env: &AppEnv, driver: &DriverPaths) -> Result<String, String>;
+    /// Submits and waits until the application is RUNNING; answers its application id. If
+    /// the application then ends while the driver runs, the launcher stops the context
+    /// through `context` (Spark's MonitorThread calling `sc.stop()`).
+    fn launch(&self, env: &AppEnv, driver: &DriverPaths, context: ContextStopper) -> Result<String, String>;
+    /// SparkContext.stop begins: stop monitoring the application before anything the stop
+    /// does can end it (YarnClientSchedulerBackend.stop: `monitorThread.stopMonitor()`).
+    fn stopping(&self);
     /// The application's driver stopped: tell the AM (Shutdown).
     fn stopped(&self, env: &AppEnv, driver: &DriverPaths);
+}
+
+/// Stops a SparkContext from another thread (client mode's application state monitor);
+/// does nothing once the context is gone.
+#[derive(Clone)]
+pub struct ContextStopper(Weak<ContextCore>);
+
+impl fmt::Debug for ContextStopper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ContextStopper")
+    }
+}
+
+impl ContextStopper {
+    /// `sc.stop()`: blocks until the context has stopped (bounded by the ask time-out per
+    /// step); call it from a thread of its own, never an actor's.
+    pub fn stop(&self) {
+        if let Some(core) = self.0.upgrade() {
+            core.stop();
+        }
+    }
 }
 
 /// Everything an application's `main` is given.
@@ -154,14 +181,30 @@ impl AppEnv {
 
 /// A running SparkContext (the driver handle an application uses).
 pub struct SparkContext {
-    env: AppEnv,
-    paths: DriverPaths,
+    core: Arc<ContextCore>,
     app_id: String,
-    bus: ListenerBusRef,
     runner: Arc<DriverJobRunner>,
     start_time: u64,
-    stopped: AtomicBool,
 }
+
+/// What stopping a SparkContext needs, shared with the thread that may stop it from outside
+/// (client mode's application state monitor).
+struct ContextCore {
+    env: AppEnv,
+    paths: DriverPaths,
+    bus: ListenerBusRef,
+    /// Fires when the context begins to stop (and with the application's cancellation): the
+    /// application thread's jobs and waits end with it.
+    stop: CancelToken,
+    /// A stop has begun (the first caller does it).
+    stopping: AtomicBool,
+    /// Fires when the first stop has finished; later callers wait for it.
+    stopped: CancelToken,
+}
+
+/// Spark's message when the context stops while the application waits for executors.
+const STOPPED_WHILE_WAITING: &str =
+    "java.lang.IllegalStateException: Spark context stopped while waiting for backend";
 
 impl fmt::Debug for SparkContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -197,38 +240,50 @@ impl SparkContext {
             driver = started.as_str(),
             "Started the driver's endpoints under {started}"
         );
-        let app_id = match &env.mode {
+        let core = Arc::new(ContextCore {
+            env: env.clone(),
+            paths: paths.clone(),
+            bus: bus.clone(),
+            stop: env.cancel.child(),
+            stopping: AtomicBool::new(false),
+            stopped: CancelToken::new(),
+        });
+        let initialized = match &env.mode {
             DriverMode::Cluster { am, .. } => {
                 // The listeners hear everything from ApplicationStart on, executors included.
-                start_listeners(env, &paths, &bus, &env.app_id, start_time)?;
-                crate::deploy::application_master::spark_context_initialized(env, am, &paths)
-                    .map_err(AppError::Exception)?;
-                env.app_id.clone()
+                start_listeners(env, &paths, &bus, &env.app_id, start_time).and_then(|()| {
+                    crate::deploy::application_master::spark_context_initialized(env, am, &paths)
+                        .map_err(AppError::Exception)
+                        .map(|()| env.app_id.clone())
+                })
             }
             DriverMode::Client { launcher, .. } => {
                 // Client mode learns its application id from the launch.
-                let app_id = launcher.launch(env, &paths).map_err(AppError::Exception)?;
-                start_listeners(env, &paths, &bus, &app_id, start_time)?;
-                app_id
+                let stopper = ContextStopper(Arc::downgrade(&core));
+                launcher
+                    .launch(env, &paths, stopper)
+                    .map_err(AppError::Exception)
+                    .and_then(|app_id| {
+                        start_listeners(env, &paths, &bus, &app_id, start_time).map(|()| app_id)
+                    })
             }
         };
+        // As SparkContext's constructor does when it fails: stop what was started.
+        let app_id = initialized.inspect_err(|_| core.stop())?;
         let runner = Arc::new(DriverJobRunner::new(
             env.cluster.clone(),
             conf.clone(),
             paths.dag_scheduler.clone(),
             paths.driver_endpoint.clone(),
-            env.cancel.clone(),
+            core.stop.clone(),
             &env.class_name,
             bound,
         ));
         let sc = SparkContext {
-            env: env.clone(),
-            paths,
+            core,
             app_id,
-            bus,
             runner,
             start_time,
-            stopped: AtomicBool::new(false),
         };
         sc.wait_backend_ready()?;
         Ok(sc)
@@ -236,7 +291,7 @@ impl SparkContext {
 
     /// Registers an application's own listener on the listener bus.
     pub fn add_spark_listener(&self, listener: Box<dyn SparkListener>) -> Result<(), AppError> {
-        add_listener(&self.env, &self.paths, listener)
+        add_listener(&self.core.env, &self.core.paths, listener)
     }
 
     /// The runner RDDs of this context use (for the free functions of `rdd::api`).
@@ -291,45 +346,60 @@ impl SparkContext {
         &self.app_id
     }
     pub fn conf(&self) -> &SparkConf {
-        &self.env.conf
+        &self.core.env.conf
     }
 
     fn driver(&self) -> EndpointRef<DriverEndpoint> {
-        self.env.cluster.endpoint(&self.paths.driver_endpoint)
+        self.core.env.cluster.endpoint(&self.core.paths.driver_endpoint)
     }
 
     /// The executors registered with the DriverEndpoint now.
     pub fn executors(&self) -> Result<Vec<ExecutorSummary>, AppError> {
-        let bound = ask_bound(&self.env.conf);
-        block_on(&self.env.cluster, self.driver().ask(GetExecutors, bound), bound)
-            .map_err(|e| AppError::Exception(e.to_string()))?
-            .map_err(|e| AppError::Exception(e.to_string()))
+        let bound = ask_bound(&self.core.env.conf);
+        block_on(
+            &self.core.env.cluster,
+            self.driver().ask(GetExecutors, bound),
+            bound,
+        )
+        .map_err(|e| AppError::Exception(e.to_string()))?
+        .map_err(|e| AppError::Exception(e.to_string()))
     }
 
     /// The number of executors the application starts with: `spark.executor.instances`,
     /// else 2 (SchedulerBackendUtils.DEFAULT_NUMBER_EXECUTORS); with dynamic allocation the
     /// larger of its minimum and initial executors and the instances.
     pub fn initial_target_executors(&self) -> u32 {
-        initial_target_executors(&self.env.conf)
+        initial_target_executors(&self.core.env.conf)
     }
 
     /// Waits (cluster clock, at most `limit`) until at least `n` executors are registered;
-    /// answers how many are.
+    /// answers how many are. Fails at once if the context stops meanwhile (Spark's "Spark
+    /// context stopped while waiting for backend") or the application is cancelled.
     pub fn wait_for_executors(&self, n: usize, limit: Duration) -> Result<usize, AppError> {
-        let clock = self.env.cluster.clock().clone();
+        let env = &self.core.env;
+        let clock = env.cluster.clock().clone();
         let deadline = clock.now() + limit;
         loop {
             let left = deadline.saturating_sub(clock.now());
             let ask = self.driver().ask(AwaitExecutors { count: n }, left);
-            match block_on(&self.env.cluster, ask, left + Duration::from_secs(5)) {
-                Ok(Ok(count)) if count >= n => return Ok(count),
+            let stop = self.core.stop.clone();
+            let raced = async move {
+                tokio::select! {
+                    answer = ask => Some(answer),
+                    _ = stop.cancelled() => None,
+                }
+            };
+            match block_on(&env.cluster, raced, left + Duration::from_secs(5)) {
+                Ok(Some(Ok(count))) if count >= n => return Ok(count),
+                Ok(None) => return Err(self.core.stopped_while_waiting()),
                 _ => {
-                    self.env.cancel.check()?;
                     if clock.now() >= deadline {
                         return Ok(self.executors()?.len());
                     }
                     // The endpoint was restarting: ask again shortly.
-                    clock.blocking_sleep(Duration::from_millis(10), Some(&self.env.cancel))?;
+                    clock
+                        .blocking_sleep(Duration::from_millis(10), Some(&self.core.stop))
+                        .map_err(|_| self.core.stopped_while_waiting())?;
                 }
             }
         }
@@ -339,7 +409,7 @@ impl SparkContext {
     /// `spark.scheduler.minRegisteredResourcesRatio` of those expected, or
     /// `spark.scheduler.maxRegisteredResourcesWaitingTime` has passed.
     fn wait_backend_ready(&self) -> Result<(), AppError> {
-        let conf = &self.env.conf;
+        let conf = &self.core.env.conf;
         let ratio = conf
             .get(&conf::SCHEDULER_MIN_REGISTERED_RESOURCES_RATIO)
             .unwrap_or(0.8);
@@ -365,18 +435,57 @@ impl SparkContext {
     }
 
     /// Stops the context: executors are told to stop, the executor target goes to 0, the
-    /// driver's endpoints stop. Idempotent.
+    /// driver's endpoints stop. Idempotent; a second caller waits for the first one's stop.
     pub fn stop(&self) {
-        if self.stopped.swap(true, Ordering::AcqRel) {
+        self.core.stop();
+    }
+}
+
+impl Drop for SparkContext {
+    /// Stops the context, or waits for the stop another thread began (bounded).
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.core.stop();
+        }
+    }
+}
+
+impl ContextCore {
+    /// The error of a wait the context's stop ended: the application's cancellation if it
+    /// was that, else Spark's "stopped while waiting for backend".
+    fn stopped_while_waiting(&self) -> AppError {
+        match self.env.cancel.check() {
+            Err(cancelled) => cancelled.into(),
+            Ok(()) => AppError::Exception(STOPPED_WHILE_WAITING.to_string()),
+        }
+    }
+
+    /// SparkContext.stop; see [`SparkContext::stop`].
+    fn stop(&self) {
+        let bound = ask_bound(&self.env.conf);
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            // Another thread (the application state monitor) is stopping it.
+            if self.stopped.wait_timeout(bound).is_ok() {
+                tracing::warn!(
+                    "SparkContext is still stopping after {}",
+                    humantime::format_duration(bound)
+                );
+            }
             return;
         }
         tracing::info!("Stopping SparkContext");
+        // Before anything that could end the YARN application, so its end is not taken for
+        // an unexpected one (YarnClientSchedulerBackend.stop stops its monitor first).
+        if let DriverMode::Client { launcher, .. } = &self.env.mode {
+            launcher.stopping();
+        }
+        // Jobs still running end "cancelled because SparkContext was shut down".
+        self.stop.cancel("SparkContext was shut down");
         // Spark 4's stop() is stop(0): the end event carries exit code 0.
         self.bus.post(SparkListenerEvent::ApplicationEnd {
             time: self.env.cluster.clock().epoch_millis(),
             exit_code: Some(0),
         });
-        let bound = ask_bound(&self.env.conf);
         let cluster = self.env.cluster.clone();
         let paths = self.paths.clone();
         let _ = block_on(
@@ -388,14 +497,7 @@ impl SparkContext {
             launcher.stopped(&self.env, &self.paths);
         }
         tracing::info!("Successfully stopped SparkContext");
-    }
-}
-
-impl Drop for SparkContext {
-    fn drop(&mut self) {
-        if !self.stopped.load(Ordering::Acquire) && !std::thread::panicking() {
-            self.stop();
-        }
+        self.stopped.cancel("stopped");
     }
 }
 

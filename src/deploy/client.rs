@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
 use super::am_args::{am_command_args, AmArgs};
-use super::resources::{driver_memory, executor_memory};
+use super::resources::{am_container, executor_memory};
 use crate::cli::roles::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use crate::conf::{self, SparkConf};
 use crate::rpc::tcp::ClientConnection;
@@ -387,25 +387,7 @@ pub async fn prepare_submission(
             exec.memory_mb, exec.overhead_mb
         ));
     }
-    let (am, am_cores) = match &args.client_mode_driver {
-        None => (driver_memory(conf), conf.get(&conf::DRIVER_CORES).unwrap_or(1)),
-        Some(_) => {
-            let mem = conf.get(&conf::AM_MEMORY).unwrap_or(512 << 20) >> 20;
-            let overhead = conf
-                .get(&conf::AM_MEMORY_OVERHEAD)
-                .ok()
-                .flatten()
-                .map(|b| b >> 20)
-                .unwrap_or_else(|| ((0.1 * mem as f64) as u64).max(384));
-            (
-                super::resources::ContainerMemory {
-                    memory_mb: mem,
-                    overhead_mb: overhead,
-                },
-                conf.get(&conf::AM_CORES).unwrap_or(1),
-            )
-        }
-    };
+    let (am, am_cores) = am_container(conf, args.client_mode_driver.is_none());
     if am.total_mb() > max_mem {
         return Err(format!(
             "Required AM memory ({}+{} MB) is above the max threshold ({max_mem} MB) of this cluster! Please check the values of 'yarn.scheduler.maximum-allocation-mb' and/or 'yarn.nodemanager.resource.memory-mb'.",

@@ -1,6 +1,7 @@
 //! The submission side and the ApplicationMaster: SparkSubmit and its arguments, the YARN
 //! Client, the ApplicationMaster with its AMEndpoint, YarnAllocator (and its decision
-//! logic), the allocation reporter, and ExecutorRunnable's launcher.
+//! logic), the allocation reporter, ExecutorRunnable's launcher, and client mode's
+//! YarnClientSchedulerBackend.
 
 pub mod allocator_state;
 pub mod am_args;
@@ -13,3 +14,4 @@ pub mod resources;
 pub mod spark_submit;
 pub mod spark_submit_arguments;
 pub mod yarn_allocator;
+pub mod yarn_client_backend;

@@ -34,8 +34,14 @@ fn memory(mem: u64, explicit: Option<u64>, factor: f64, min: u64) -> ContainerMe
 
 /// An executor container's memory.
 pub fn executor_memory(conf: &SparkConf) -> ContainerMemory {
+    executor_memory_of(conf, conf.get(&conf::EXECUTOR_MEMORY).unwrap_or(1 << 30) / MIB)
+}
+
+/// The container of an executor whose heap is `memory_mb` MB, with this configuration's
+/// overhead rule.
+pub fn executor_memory_of(conf: &SparkConf, memory_mb: u64) -> ContainerMemory {
     memory(
-        conf.get(&conf::EXECUTOR_MEMORY).unwrap_or(1 << 30),
+        memory_mb.saturating_mul(MIB),
         conf.get(&conf::EXECUTOR_MEMORY_OVERHEAD).ok().flatten(),
         conf.get(&conf::EXECUTOR_MEMORY_OVERHEAD_FACTOR).unwrap_or(0.1),
         conf.get(&conf::EXECUTOR_MIN_MEMORY_OVERHEAD).unwrap_or(384 * MIB),
@@ -50,6 +56,28 @@ pub fn driver_memory(conf: &SparkConf) -> ContainerMemory {
         conf.get(&conf::DRIVER_MEMORY_OVERHEAD_FACTOR).unwrap_or(0.1),
         conf.get(&conf::DRIVER_MIN_MEMORY_OVERHEAD).unwrap_or(384 * MIB),
     )
+}
+
+/// The AM container's memory and vcores: in cluster mode the driver's
+/// (`spark.driver.memory`, `spark.driver.cores`), in client mode the ExecutorLauncher's
+/// (`spark.yarn.am.memory`, 512 MB, with `spark.yarn.am.memoryOverhead` or 10 %, at least
+/// 384 MB; `spark.yarn.am.cores`).
+pub fn am_container(conf: &SparkConf, cluster_mode: bool) -> (ContainerMemory, u32) {
+    if cluster_mode {
+        return (driver_memory(conf), conf.get(&conf::DRIVER_CORES).unwrap_or(1));
+    }
+    let memory_mb = conf.get(&conf::AM_MEMORY).unwrap_or(512 * MIB) / MIB;
+    let overhead_mb = conf
+        .get(&conf::AM_MEMORY_OVERHEAD)
+        .ok()
+        .flatten()
+        .map(|b| b / MIB)
+        .unwrap_or_else(|| ((0.1 * memory_mb as f64) as u64).max(384));
+    let memory = ContainerMemory {
+        memory_mb,
+        overhead_mb,
+    };
+    (memory, conf.get(&conf::AM_CORES).unwrap_or(1))
 }
 
 /// An executor container's capability.

@@ -26,7 +26,6 @@
 //! than `spark.sparkyard.supervisor.maxRestarts` within the period and `/submit` gives up:
 //! the `sparkyard submit` command then ends with one line saying so and exit status 1.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,23 +33,20 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 use tokio::sync::oneshot;
 
 use super::client::{
-    format_report_details, monitor_application, print_final_report, submit_application, Client, ClientArgs,
-    ClientFinished, ClientOutcome, ClientState, KillFollowedApplication, RmConnection,
+    format_report_details, monitor_application, print_final_report, Client, ClientArgs, ClientFinished,
+    ClientOutcome, ClientState, KillFollowedApplication, RmConnection,
 };
 use super::spark_submit_arguments::{SparkSubmitAction, SparkSubmitArguments};
-use crate::conf::{self, SparkConf};
-use crate::context::{AppEnv, AppError, ClientLauncher, DriverMode, DriverPaths, OutputSink};
+use super::yarn_client_backend::ClientModeLauncher;
+use crate::conf::SparkConf;
+use crate::context::{AppEnv, AppError, DriverMode, OutputSink};
 use crate::rpc::EndpointRef;
-use crate::runtime::blocking::block_on;
 use crate::runtime::supervisor::{StartChild, SupervisorError, WhichChildren};
 use crate::runtime::timers::run_later;
 use crate::runtime::{
-    ActorPath, CancelToken, ChildSpec, Cluster, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
+    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
 };
-use crate::scheduler::messages::Shutdown;
-use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
-use crate::yarn::protocol::ReportWait;
-use crate::yarn::records::{ApplicationId, ApplicationReport, YarnApplicationState};
+use crate::yarn::records::ApplicationId;
 use crate::yarn::resource_manager::ResourceManager;
 
 /// Spark's exit status when the main class cannot be loaded.
@@ -355,14 +351,11 @@ impl SparkSubmit {
             self.done(ctx, 1);
             return;
         };
-        let launcher = Arc::new(ClientModeLauncher {
+        let launcher = Arc::new(ClientModeLauncher::new(
             rm,
-            class: class.clone(),
-            primary_resource: self.plan.args.primary_resource.clone().unwrap_or_default(),
-            app: Mutex::new(None),
-            final_report: Mutex::new(None),
-            stopping: Arc::new(AtomicBool::new(false)),
-        });
+            class.clone(),
+            self.plan.args.primary_resource.clone().unwrap_or_default(),
+        ));
         let cancel = CancelToken::new();
         {
             let mut st = self.state.lock();
@@ -607,120 +600,6 @@ impl Handler<Interrupt> for SparkSubmit {
         }
         if let Some(cancel) = cancel {
             cancel.cancel("interrupted");
-        }
-    }
-}
-
-/// Client mode's YarnClientSchedulerBackend.start/stop over the embedded ResourceManager.
-#[derive(Debug)]
-pub struct ClientModeLauncher {
-    rm: EndpointRef<ResourceManager>,
-    class: String,
-    primary_resource: String,
-    app: Mutex<Option<ApplicationId>>,
-    final_report: Mutex<Option<ApplicationReport>>,
-    /// The SparkContext is stopping: the application's end is expected from now on
-    /// (YarnClientSchedulerBackend.stop stops its monitor thread first).
-    stopping: Arc<AtomicBool>,
-}
-
-impl ClientModeLauncher {
-    fn final_report(&self) -> Option<ApplicationReport> {
-        self.final_report
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    fn kill(&self, cluster: &Cluster) {
-        let app = *self.app.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(app) = app {
-            let rm = RmConnection::Local(self.rm.clone());
-            cluster.spawn_task(async move {
-                let _ = rm.kill(app, "interrupted (Ctrl-C on sparkyard submit)").await;
-            });
-        }
-    }
-}
-
-fn launch_bound(conf: &SparkConf) -> Duration {
-    conf.get(&conf::AM_MAX_WAIT_TIME)
-        .unwrap_or(Duration::from_secs(100))
-        + Duration::from_secs(60)
-}
-
-impl ClientLauncher for ClientModeLauncher {
-    fn launch(&self, env: &AppEnv, driver: &DriverPaths) -> Result<String, String> {
-        let rm = RmConnection::Local(self.rm.clone());
-        let args = ClientArgs {
-            conf: env.conf.clone(),
-            main_class: self.class.clone(),
-            primary_resource: self.primary_resource.clone(),
-            app_args: Vec::new(),
-            client_mode_driver: Some(driver.yarn_scheduler.clone()),
-        };
-        let bound = launch_bound(&env.conf);
-        let interval = env
-            .conf
-            .get(&conf::REPORT_INTERVAL)
-            .unwrap_or(Duration::from_secs(1));
-        let rm2 = rm.clone();
-        // Submit, then wait until the application runs (waitForApplication).
-        let started = block_on(
-            &env.cluster,
-            async move {
-                let id = submit_application(&rm2, &args).await?;
-                let mut known = None;
-                loop {
-                    let wait = known.map(|k| ReportWait { known: k, max: interval });
-                    let r = rm2.report(id, wait).await?.map_err(|e| e.to_string())?;
-                    match r.state {
-                        YarnApplicationState::Running => return Ok::<(ApplicationId, ApplicationReport), String>((id, r)),
-                        s if s.is_final() => {
-                            return Err(format!(
-                                "Yarn application has already ended! It might have been killed or unable to launch application master. ({})",
-                                r.diagnostics
-                            ))
-                        }
-                        _ => known = Some((r.state, r.final_status)),
-                    }
-                }
-            },
-            bound,
-        )
-        .map_err(|e| e.to_string())??;
-        let (app_id, _) = started;
-        *self.app.lock().unwrap_or_else(|p| p.into_inner()) = Some(app_id);
-        tracing::info!(app_id = %app_id, "Application {app_id} has started running.");
-        // The "Yarn application state monitor": if the application ends, in any state, while
-        // the driver runs (not stopping), the driver is told to stop, as Spark's MonitorThread
-        // stops the SparkContext ("YARN application has exited unexpectedly").
-        let cancel = env.cancel.clone();
-        let stopping = self.stopping.clone();
-        env.cluster.spawn_task(async move {
-            let report = monitor_application(&rm, app_id, interval, false).await;
-            if !cancel.is_cancelled() && !stopping.load(Ordering::Acquire) {
-                tracing::error!(app_id = %app_id, "Yarn application has already exited with state {}!", report.state);
-                cancel.cancel(format!("the YARN application ended with state {}", report.state));
-            }
-        });
-        Ok(app_id.to_string())
-    }
-
-    fn stopped(&self, env: &AppEnv, driver: &DriverPaths) {
-        self.stopping.store(true, Ordering::Release);
-        let yse: EndpointRef<YarnSchedulerEndpoint> = env.cluster.endpoint(&driver.yarn_scheduler);
-        let _ = yse.tell(Shutdown { exit_code: 0 });
-        let app = *self.app.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(app) = app else { return };
-        let rm = RmConnection::Local(self.rm.clone());
-        let report = block_on(
-            &env.cluster,
-            async move { monitor_application(&rm, app, Duration::from_millis(500), false).await },
-            Duration::from_secs(60),
-        );
-        if let Ok(report) = report {
-            *self.final_report.lock().unwrap_or_else(|p| p.into_inner()) = Some(report);
         }
     }
 }

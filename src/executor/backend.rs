@@ -559,7 +559,13 @@ impl Handler<ReportTaskStatuses> for CoarseGrainedExecutorBackend {
         });
         let (mut running, mut resent, mut unknown) = (0u64, 0u64, 0u64);
         for task_id in msg.task_ids {
-            let update = if executor.running.contains_key(&task_id) {
+            // A kept final update first: a task whose thread has sent (or dropped) its final
+            // update is still in `running` until that thread has cleaned up, and reporting it
+            // RUNNING then would leave the driver waiting for an update that never comes.
+            let update = if let Some(update) = executor.handle.recent.get(task_id) {
+                resent += 1;
+                update
+            } else if executor.running.contains_key(&task_id) {
                 running += 1;
                 StatusUpdate {
                     executor_id: executor.executor_id.clone(),
@@ -568,9 +574,6 @@ impl Handler<ReportTaskStatuses> for CoarseGrainedExecutorBackend {
                     data: Vec::new(),
                     task_cpus: 0,
                 }
-            } else if let Some(update) = executor.handle.recent.get(task_id) {
-                resent += 1;
-                update
             } else {
                 unknown += 1;
                 StatusUpdate {

@@ -108,6 +108,12 @@ impl CellShared {
         self.done.load(Ordering::Acquire)
     }
 
+    /// Whether this incarnation has ended or been asked to (a stop, kill or abort is under
+    /// way).
+    pub(crate) fn is_ending(&self) -> bool {
+        self.stopping.load(Ordering::Acquire) || self.is_done()
+    }
+
     pub(crate) fn status(&self) -> &'static str {
         if self.is_done() {
             "stopped"

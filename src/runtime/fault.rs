@@ -13,7 +13,12 @@
 //!   machine and every version.
 //!
 //! Every kill is logged as a `fault_injected` record about the victim, with `mode`, `target`
-//! and `by`; a planned kill that matches no actor is logged as `fault_skipped`.
+//! and `by`; a planned kill that matches no actor is logged as `fault_skipped`. A planned
+//! kill that fires while an actor its target matches is between two incarnations (a restart
+//! under way, often the plan's previous kill), or while nothing it matched before runs (a
+//! new application attempt starting its AM), first waits for a running match with none
+//! restarting, for at most [`RESTART_WAIT`], so the same plan kills the same actors
+//! whatever the timing. A target nothing ever matched is skipped at once.
 
 use std::fmt;
 use std::str::FromStr;
@@ -28,6 +33,12 @@ use super::cluster::Cluster;
 use super::exit::ExitReason;
 use super::path::{ActorPath, PathError, PathGlob};
 use crate::logs::ctx::in_scope;
+
+/// How long a planned kill waits for the actors it targets to come back from a restart.
+pub const RESTART_WAIT: Duration = Duration::from_secs(5);
+
+/// How often that wait looks again.
+const RESTART_POLL: Duration = Duration::from_millis(2);
 
 /// How a kill ends its victim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -386,7 +397,8 @@ impl Cluster {
     ) -> Result<Vec<Killed>, FaultError> {
         let glob = PathGlob::parse(target).map_err(FaultError::BadPattern)?;
         let mut victims = self.registry().matching(&glob);
-        victims.retain(|v| !v.is_done());
+        // One already being stopped or killed is not killed twice.
+        victims.retain(|v| !v.is_ending());
         if victims.is_empty() {
             return Err(FaultError::NoMatch(target.to_string()));
         }
@@ -455,6 +467,47 @@ impl Cluster {
         }
     }
 
+    /// Waits (real time, at most [`RESTART_WAIT`]) until some actor matching `target` runs
+    /// and none is between two incarnations.
+    async fn wait_restarts(&self, target: &str, by: &str) {
+        let Ok(glob) = PathGlob::parse(target) else { return };
+        let settled = || {
+            let pending = self.registry().between_incarnations(&glob);
+            let running = self.registry().matching(&glob).iter().any(|v| !v.is_ending());
+            (pending.is_empty() && running, pending)
+        };
+        let (mut ready, mut pending) = settled();
+        // Nothing it matches has ever run: nothing to wait for (the kill is skipped).
+        if ready || (pending.is_empty() && !self.registry().ever_matched(&glob)) {
+            return;
+        }
+        in_scope(self.log_ctx(), || {
+            tracing::info!(
+                target,
+                by,
+                restarting = ?pending,
+                "fault injection waits for {target} to be running (restarting: {}) before the kill",
+                if pending.is_empty() { "none".to_string() } else { pending.iter().map(ActorPath::as_str).collect::<Vec<_>>().join(", ") }
+            )
+        });
+        let deadline = std::time::Instant::now() + RESTART_WAIT;
+        while !ready && std::time::Instant::now() < deadline {
+            tokio::time::sleep(RESTART_POLL).await;
+            (ready, pending) = settled();
+        }
+        if !ready {
+            in_scope(self.log_ctx(), || {
+                tracing::warn!(
+                    target,
+                    by,
+                    restarting = ?pending,
+                    "fault injection waited {} for {target} to be running; killing what runs",
+                    humantime::format_duration(RESTART_WAIT)
+                )
+            });
+        }
+    }
+
     /// Drops or delays every message to and from actors matching `target` for `duration`.
     pub fn partition(
         &self,
@@ -502,6 +555,7 @@ impl Cluster {
                     Trigger::AfterTasks(n) => cluster.progress().wait_tasks(base.saturating_add(n)).await,
                 }
                 let who = format!("{by} ({})", fault.when);
+                cluster.wait_restarts(&fault.target, &who).await;
                 let killed = cluster.kill_or_skip(&fault.target, fault.pick, fault.mode, &who);
                 r.outcomes
                     .lock()

@@ -81,7 +81,14 @@ pub struct Registry {
     entries: DashMap<ActorPath, Entry>,
     incarnations: DashMap<ActorPath, u64>,
     watchers: DashMap<ActorPath, Vec<Watcher>>,
+    /// The most recently forgotten paths (at most [`KEPT_FORGOTTEN`]), so that "has an
+    /// actor ever run there" still holds for a while after its supervisor removed it (a
+    /// planned kill waits for the next AM attempt to start where the last one ran).
+    forgotten: std::sync::Mutex<std::collections::VecDeque<ActorPath>>,
 }
+
+/// How many forgotten paths the registry remembers (see `Registry::forgotten`).
+const KEPT_FORGOTTEN: usize = 1024;
 
 impl Registry {
     /// The next incarnation number of `path` (1 for its first start).
@@ -95,8 +102,19 @@ impl Registry {
     /// runs: its supervisor removed it for good, and a node that runs for days must not keep
     /// a count for every container it ever ran (a new child there starts again at 1).
     pub(crate) fn forget_subtree(&self, path: &ActorPath) {
-        self.incarnations
-            .retain(|p, _| !((p == path || path.is_ancestor_of(p)) && !self.entries.contains_key(p)));
+        let mut gone = Vec::new();
+        self.incarnations.retain(|p, _| {
+            let forget = (p == path || path.is_ancestor_of(p)) && !self.entries.contains_key(p);
+            if forget {
+                gone.push(p.clone());
+            }
+            !forget
+        });
+        let mut forgotten = self.forgotten.lock().unwrap_or_else(|p| p.into_inner());
+        forgotten.extend(gone);
+        while forgotten.len() > KEPT_FORGOTTEN {
+            forgotten.pop_front();
+        }
     }
 
     /// How many paths have an incarnation count (live or not).
@@ -160,6 +178,33 @@ impl Registry {
             .collect();
         found.sort_by(|a, b| a.path.cmp(&b.path));
         found
+    }
+
+    /// The paths matching `glob` that are between two incarnations: one ran there before,
+    /// none runs now (or it is ending: a stop or kill is under way), and the actor above it
+    /// runs, so its supervisor is about to restart it (or has just decided not to).
+    pub(crate) fn between_incarnations(&self, glob: &PathGlob) -> Vec<ActorPath> {
+        let running = |path: &ActorPath| self.entries.get(path).is_some_and(|e| !e.shared.is_ending());
+        let mut found: Vec<ActorPath> = self
+            .incarnations
+            .iter()
+            .map(|e| e.key().clone())
+            .filter(|path| glob.matches(path.as_str()) && !running(path))
+            .filter(|path| path.parent().is_some_and(|p| running(&p)))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Whether an actor has ever run at a path matching `glob`.
+    pub(crate) fn ever_matched(&self, glob: &PathGlob) -> bool {
+        self.incarnations.iter().any(|e| glob.matches(e.key().as_str()))
+            || self
+                .forgotten
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|p| glob.matches(p.as_str()))
     }
 
     /// Every live actor strictly below `path`, deepest first.

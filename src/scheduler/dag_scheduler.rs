@@ -7,6 +7,11 @@
 //! here, and a finished job completes its JobWaiter (a channel the application's thread
 //! waits on).
 //!
+//! The TaskSchedulerImpl's starvation timer runs here too, since this actor submits the task
+//! sets: from the first one on, every `spark.starvation.timeout` (15 s) it warns "Initial
+//! job has not accepted any resources; check your cluster UI to ensure that workers are
+//! registered and have sufficient resources" until a task has launched, then it stops.
+//!
 //! Its event queue (Spark's event loop's queue) is not the mailbox: posters push
 //! DAGSchedulerEvents into a [`DagEventQueue`] kept by the driver's supervisor and wake the
 //! actor with one `DrainEvents` message, which handles them in order, in batches.
@@ -14,7 +19,7 @@
 //! Restart: the core (jobs, stages, the map output tracker), the job waiters and the event
 //! queue are kept by the supervisor, so a new incarnation loses nothing: it drains the
 //! events that arrived while it was down, re-arms the resubmit timer if failed stages wait
-//! for it, and the running jobs go on. A SubmitJob ask that was queued in the dead mailbox
+//! for it and the starvation timer if no task has launched yet, and the running jobs go on. A SubmitJob ask that was queued in the dead mailbox
 //! fails with `Died` and the SparkContext submits it again (it was never registered).
 
 use std::collections::{HashMap, VecDeque};
@@ -22,7 +27,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, AsyncContext, Context, Handler};
+use actix::{Actor, AsyncContext, Context, Handler, SpawnHandle};
 
 use super::dag::{DagAction, DagEvent, DagScheduler};
 use super::driver_endpoint::DriverEndpoint;
@@ -31,7 +36,7 @@ use super::task::{KillTask, ReviveOffers, TaskResult};
 use super::task_scheduler::TaskSchedulerImpl;
 use super::task_set::SchedulerEvent;
 use crate::rdd::{Lineage, RddId, ResultFunc, Value};
-use crate::runtime::timers::run_later;
+use crate::runtime::timers::{run_at_fixed_rate, run_later};
 use crate::runtime::{ActorPath, Kept, Me};
 
 /// What a job's waiter receives: one value per requested partition, or Spark's error.
@@ -237,7 +242,12 @@ pub struct DAGScheduler {
     driver_endpoint: ActorPath,
     bus: ListenerBusRef,
     resubmit_armed: bool,
+    /// The starvation timer, while it runs.
+    starvation_timer: Option<SpawnHandle>,
 }
+
+/// TaskSchedulerImpl's starvation warning.
+const STARVATION_WARNING: &str = "Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources";
 
 impl DAGScheduler {
     pub fn new(
@@ -256,7 +266,45 @@ impl DAGScheduler {
             driver_endpoint,
             bus,
             resubmit_armed: false,
+            starvation_timer: None,
         }
+    }
+
+    /// The starvation timer (TaskSchedulerImpl.submitTasks on the first task set): warns
+    /// every `spark.starvation.timeout` while no task has launched, then stops itself.
+    fn arm_starvation_timer(&mut self, ctx: &mut Context<Self>) {
+        if self.starvation_timer.is_some() {
+            return;
+        }
+        let (period, pending) = {
+            let ts = self.task_scheduler.lock();
+            (
+                Duration::from_millis(ts.config().starvation_timeout_ms.max(1)),
+                ts.num_pending_tasks(),
+            )
+        };
+        tracing::debug!(
+            timeout_ms = period.as_millis() as u64,
+            pending_tasks = pending as u64,
+            "Starvation timer started"
+        );
+        let clock = self.me.clock().clone();
+        let handle = run_at_fixed_rate(ctx, &clock, period, period, |act: &mut Self, ctx| {
+            let (starving, pending) = {
+                let ts = act.task_scheduler.lock();
+                (ts.is_starving(), ts.num_pending_tasks())
+            };
+            if starving {
+                tracing::warn!(
+                    event = "starvation",
+                    pending_tasks = pending as u64,
+                    "{STARVATION_WARNING}"
+                );
+            } else if let Some(handle) = act.starvation_timer.take() {
+                ctx.cancel_future(handle);
+            }
+        });
+        self.starvation_timer = Some(handle);
     }
 
     /// Handles up to a batch of queued events; asks for another round if more remain.
@@ -314,11 +362,15 @@ impl DAGScheduler {
             match action {
                 DagAction::SubmitTasks(task_set) => {
                     let now = self.now();
-                    let events = {
+                    let (first, events) = {
                         let mut ts = self.task_scheduler.lock();
+                        let first = !ts.has_received_task();
                         ts.submit_tasks(task_set, now);
-                        ts.take_events()
+                        (first, ts.take_events())
                     };
+                    if first {
+                        self.arm_starvation_timer(ctx);
+                    }
                     self.route(events, ctx);
                 }
                 DagAction::KillAllTaskAttempts { stage_id, reason } => {
@@ -396,6 +448,10 @@ impl Actor for DAGScheduler {
         self.queue.lock().wake_sent = false;
         if self.me.incarnation() <= 1 {
             return;
+        }
+        if self.task_scheduler.lock().is_starving() {
+            // The starvation timer died with the previous incarnation.
+            self.arm_starvation_timer(ctx);
         }
         let (active, failed) = {
             let st = self.state.lock();

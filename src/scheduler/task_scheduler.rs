@@ -5,9 +5,10 @@
 //! TaskSetManagers tell the DAGScheduler and the backend accumulates as [`SchedulerEvent`]s
 //! that the caller drains with [`TaskSchedulerImpl::take_events`] after each call
 //! (`ExecutorAdded`, `TaskStarted`, `TaskEnded`, `TaskSetFailed`, `SpeculativeTaskSubmitted`,
-//! `ExecutorLost`, `KillTask`, `ReviveOffers`). The revive timer and the speculation timer
-//! (`spark.speculation.interval`) belong to the caller: it calls
-//! [`TaskSchedulerImpl::resource_offers`] and [`TaskSchedulerImpl::check_speculatable_tasks`].
+//! `ExecutorLost`, `KillTask`, `ReviveOffers`). The revive timer, the speculation timer
+//! (`spark.speculation.interval`) and the starvation timer (`spark.starvation.timeout`)
+//! belong to the caller: it calls [`TaskSchedulerImpl::resource_offers`],
+//! [`TaskSchedulerImpl::check_speculatable_tasks`] and [`TaskSchedulerImpl::is_starving`].
 //!
 //! It holds one [`TaskSetManager`] per submitted stage attempt in FIFO order (job id, then
 //! stage id), the task-id counter (from 0), the task → task set and executor → running tasks
@@ -20,8 +21,8 @@
 //! loss and the speculation check walk the lost executor's and the running attempts).
 //!
 //! Not modelled (as for the TaskSetManager): FAIR pools, barrier stages, excludeOnFailure and
-//! its abort timer, decommissioning, custom resources and resource profiles, the starvation
-//! warning timer, task result fetching (the result size arrives with the FINISHED update).
+//! its abort timer, decommissioning, custom resources and resource profiles, task result
+//! fetching (the result size arrives with the FINISHED update).
 //! `kill_all_task_attempts` also suspends the stage's task sets, as Spark 4 does.
 
 use std::sync::Arc;
@@ -57,6 +58,9 @@ pub struct TaskSchedulerConfig {
     pub executor_cores: Option<u32>,
     /// `spark.shuffle.service.enabled` (false).
     pub external_shuffle_service: bool,
+    /// `spark.starvation.timeout` (15 s): the period of the warning that no task of the
+    /// first task set has launched.
+    pub starvation_timeout_ms: u64,
 }
 
 impl Default for TaskSchedulerConfig {
@@ -72,6 +76,7 @@ impl Default for TaskSchedulerConfig {
             max_result_size: 1 << 30,
             executor_cores: None,
             external_shuffle_service: false,
+            starvation_timeout_ms: 15_000,
         }
     }
 }
@@ -241,6 +246,8 @@ pub struct TaskSchedulerImpl {
     scratch_order: Vec<usize>,
     scratch_cpus: Vec<u32>,
     has_launched_task: bool,
+    /// A task set was submitted (`hasReceivedTask`).
+    has_received_task: bool,
     /// Offers looked at plus the work of removed managers (for the bounded-work test).
     work: u64,
 }
@@ -275,6 +282,7 @@ impl TaskSchedulerImpl {
             scratch_order: Vec::new(),
             scratch_cpus: Vec::new(),
             has_launched_task: false,
+            has_received_task: false,
             work: 0,
         }
     }
@@ -320,6 +328,7 @@ impl TaskSchedulerImpl {
             },
         );
         self.sorted_dirty = true;
+        self.has_received_task = true;
         for old in older_ids {
             self.finish_if_done(old);
         }
@@ -353,6 +362,18 @@ impl TaskSchedulerImpl {
     /// Some offer has launched a task since the scheduler was created (`hasLaunchedTask`).
     pub fn has_launched_task(&self) -> bool {
         self.has_launched_task
+    }
+
+    /// A task set has been submitted since the scheduler was created (`hasReceivedTask`):
+    /// the first one starts the starvation timer.
+    pub fn has_received_task(&self) -> bool {
+        self.has_received_task
+    }
+
+    /// Tasks were submitted and none has launched yet: what the starvation timer warns
+    /// about, every `spark.starvation.timeout`, until it is false.
+    pub fn is_starving(&self) -> bool {
+        self.has_received_task && !self.has_launched_task
     }
 
     // ----- offers ----------------------------------------------------------------------------
@@ -1094,6 +1115,24 @@ mod tests {
     fn the_scheduler_can_be_shared_behind_a_mutex() {
         fn is_send<T: Send + 'static>() {}
         is_send::<TaskSchedulerImpl>();
+    }
+
+    #[test]
+    fn starving_from_the_first_task_set_until_a_task_launches() {
+        let mut s = sched(TaskSchedulerConfig::default());
+        assert!(!s.has_received_task() && !s.is_starving());
+        // An offer before any task set launches nothing and changes nothing.
+        assert!(s.resource_offers(&[offer("1", "h1", 1)], true, 0).is_empty());
+        s.submit_tasks(task_set(0, 0, 0, no_pref(2), false), 0);
+        assert!(s.has_received_task() && s.is_starving());
+        // No free core: still nothing launched.
+        assert!(s.resource_offers(&[offer("1", "h1", 0)], true, 5).is_empty());
+        assert!(s.is_starving());
+        assert_eq!(s.resource_offers(&[offer("1", "h1", 1)], true, 10).len(), 1);
+        assert!(!s.is_starving());
+        // Later task sets do not start it again.
+        s.submit_tasks(task_set(1, 1, 0, no_pref(1), false), 20);
+        assert!(!s.is_starving());
     }
 
     #[test]
