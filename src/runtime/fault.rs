@@ -235,20 +235,48 @@ pub struct FaultPlan {
 
 /// Job progress, counted per cluster: tasks finished successfully (the DriverEndpoint counts
 /// them), so fault plans can fire "after the k-th finished task".
+///
+/// While a plan's kill is due (the count reached its k) and not carried out yet, the count
+/// holds at k: tasks that finish in that moment are not counted, so the next kill of the
+/// plan is measured from the same point in every replay, whatever the threads' timing.
 #[derive(Default)]
 pub struct Progress {
     tasks_finished: AtomicU64,
+    /// The count that holds until a due kill is carried out (0: none).
+    hold_at: AtomicU64,
+    /// Tasks not counted because the count was held.
+    held: AtomicU64,
     waiters: AtomicUsize,
     changed: tokio::sync::Notify,
 }
 
 impl Progress {
-    /// One more task finished.
+    /// One more task finished (not counted while the count is held, see the type).
     pub fn task_finished(&self) {
-        self.tasks_finished.fetch_add(1, Ordering::AcqRel);
+        let counted = self
+            .tasks_finished
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                let hold = self.hold_at.load(Ordering::Acquire);
+                (hold == 0 || n < hold).then_some(n + 1)
+            })
+            .is_ok();
+        if !counted {
+            self.held.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.changed.notify_waiters();
         }
+    }
+
+    /// Holds the count at `n` (0: releases it).
+    fn hold_at(&self, n: u64) {
+        self.hold_at.store(n, Ordering::Release);
+    }
+
+    /// Tasks that finished while the count was held (not in [`Progress::tasks_finished`]).
+    pub fn tasks_held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Tasks finished so far.
@@ -551,8 +579,15 @@ impl Cluster {
         self.spawn_task(async move {
             for fault in plan.faults {
                 match fault.when {
-                    Trigger::At(at) => cluster.clock().sleep_until(start.saturating_add(at)).await,
-                    Trigger::AfterTasks(n) => cluster.progress().wait_tasks(base.saturating_add(n)).await,
+                    Trigger::At(at) => {
+                        cluster.progress().hold_at(0);
+                        cluster.clock().sleep_until(start.saturating_add(at)).await
+                    }
+                    Trigger::AfterTasks(n) => {
+                        let due = base.saturating_add(n).max(1);
+                        cluster.progress().hold_at(due);
+                        cluster.progress().wait_tasks(due).await
+                    }
                 }
                 let who = format!("{by} ({})", fault.when);
                 cluster.wait_restarts(&fault.target, &who).await;
@@ -562,6 +597,7 @@ impl Cluster {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(PlanOutcome { fault, killed });
             }
+            cluster.progress().hold_at(0);
             r.finished.store(true, Ordering::Release);
         });
         run
@@ -571,6 +607,19 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_count_holds_at_a_due_kill_until_it_is_carried_out() {
+        let p = Progress::default();
+        p.hold_at(2);
+        for _ in 0..5 {
+            p.task_finished();
+        }
+        assert_eq!((p.tasks_finished(), p.tasks_held()), (2, 3));
+        p.hold_at(0);
+        p.task_finished();
+        assert_eq!(p.tasks_finished(), 3);
+    }
 
     #[test]
     fn seeded_plans_replay() {

@@ -178,7 +178,9 @@ impl DriverEndpoint {
             return true;
         };
         let registry = self.me.cluster().registry();
-        registry.shared(&master).is_some_and(|cell| !cell.is_ending() && !cell.is_done())
+        registry
+            .shared(&master)
+            .is_some_and(|cell| !cell.is_ending() && !cell.is_done())
             && registry.shared(&am).is_some_and(|cell| !cell.is_ending())
     }
 
