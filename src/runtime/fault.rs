@@ -236,47 +236,51 @@ pub struct FaultPlan {
 /// Job progress, counted per cluster: tasks finished successfully (the DriverEndpoint counts
 /// them), so fault plans can fire "after the k-th finished task".
 ///
-/// While a plan's kill is due (the count reached its k) and not carried out yet, the count
-/// holds at k: tasks that finish in that moment are not counted, so the next kill of the
-/// plan is measured from the same point in every replay, whatever the threads' timing.
+/// A plan's kill "after the k-th finished task" is armed here and, when its target is
+/// running, carried out inside the very count that reaches k (on the thread that counts),
+/// so it lands at the same point of the run in every replay: before anything that follows
+/// the k-th task, even the application's end when k is its last task.
 #[derive(Default)]
 pub struct Progress {
     tasks_finished: AtomicU64,
-    /// The count that holds until a due kill is carried out (0: none).
-    hold_at: AtomicU64,
-    /// Tasks not counted because the count was held.
-    held: AtomicU64,
     waiters: AtomicUsize,
     changed: tokio::sync::Notify,
+    /// The kill due at a count, if one is armed.
+    armed: Mutex<Option<(u64, DueKill)>>,
 }
 
+/// A kill to carry out when the count is reached (see [`Progress`]).
+type DueKill = Box<dyn FnOnce() + Send>;
+
 impl Progress {
-    /// One more task finished (not counted while the count is held, see the type).
+    /// One more task finished.
     pub fn task_finished(&self) {
-        let counted = self
-            .tasks_finished
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                let hold = self.hold_at.load(Ordering::Acquire);
-                (hold == 0 || n < hold).then_some(n + 1)
-            })
-            .is_ok();
-        if !counted {
-            self.held.fetch_add(1, Ordering::Relaxed);
-            return;
+        let n = self.tasks_finished.fetch_add(1, Ordering::AcqRel) + 1;
+        let due = {
+            let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+            if armed.as_ref().is_some_and(|(at, _)| n >= *at) {
+                armed.take()
+            } else {
+                None
+            }
+        };
+        if let Some((_, kill)) = due {
+            kill();
         }
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.changed.notify_waiters();
         }
     }
 
-    /// Holds the count at `n` (0: releases it).
-    fn hold_at(&self, n: u64) {
-        self.hold_at.store(n, Ordering::Release);
-    }
-
-    /// Tasks that finished while the count was held (not in [`Progress::tasks_finished`]).
-    pub fn tasks_held(&self) -> u64 {
-        self.held.load(Ordering::Relaxed)
+    /// Arms `kill` for when the count reaches `at`; runs it at once if it already has.
+    fn arm(&self, at: u64, kill: DueKill) {
+        let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+        if self.tasks_finished() >= at {
+            drop(armed);
+            kill();
+        } else {
+            *armed = Some((at, kill));
+        }
     }
 
     /// Tasks finished so far.
@@ -495,6 +499,16 @@ impl Cluster {
         }
     }
 
+    /// Whether some actor matching `target` runs and none is between two incarnations (a
+    /// kill can be carried out at once).
+    fn target_settled(&self, target: &str) -> bool {
+        let Ok(glob) = PathGlob::parse(target) else {
+            return true;
+        };
+        self.registry().between_incarnations(&glob).is_empty()
+            && self.registry().matching(&glob).iter().any(|v| !v.is_ending())
+    }
+
     /// Waits (real time, at most [`RESTART_WAIT`]) until some actor matching `target` runs
     /// and none is between two incarnations.
     async fn wait_restarts(&self, target: &str, by: &str) {
@@ -578,26 +592,41 @@ impl Cluster {
         let base = self.progress().tasks_finished();
         self.spawn_task(async move {
             for fault in plan.faults {
-                match fault.when {
+                let who = format!("{by} ({})", fault.when);
+                let at_once = match fault.when {
                     Trigger::At(at) => {
-                        cluster.progress().hold_at(0);
-                        cluster.clock().sleep_until(start.saturating_add(at)).await
+                        cluster.clock().sleep_until(start.saturating_add(at)).await;
+                        None
                     }
                     Trigger::AfterTasks(n) => {
-                        let due = base.saturating_add(n).max(1);
-                        cluster.progress().hold_at(due);
-                        cluster.progress().wait_tasks(due).await
+                        // Carried out by the count itself when its target runs (see
+                        // `Progress`); otherwise here, after waiting for a restart.
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        let (c, f, w) = (cluster.clone(), fault.clone(), who.clone());
+                        cluster.progress().arm(
+                            base.saturating_add(n),
+                            Box::new(move || {
+                                let killed = c
+                                    .target_settled(&f.target)
+                                    .then(|| c.kill_or_skip(&f.target, f.pick, f.mode, &w));
+                                let _ = tx.send(killed);
+                            }),
+                        );
+                        rx.await.ok().flatten()
                     }
-                }
-                let who = format!("{by} ({})", fault.when);
-                cluster.wait_restarts(&fault.target, &who).await;
-                let killed = cluster.kill_or_skip(&fault.target, fault.pick, fault.mode, &who);
+                };
+                let killed = match at_once {
+                    Some(killed) => killed,
+                    None => {
+                        cluster.wait_restarts(&fault.target, &who).await;
+                        cluster.kill_or_skip(&fault.target, fault.pick, fault.mode, &who)
+                    }
+                };
                 r.outcomes
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(PlanOutcome { fault, killed });
             }
-            cluster.progress().hold_at(0);
             r.finished.store(true, Ordering::Release);
         });
         run
@@ -607,19 +636,6 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_count_holds_at_a_due_kill_until_it_is_carried_out() {
-        let p = Progress::default();
-        p.hold_at(2);
-        for _ in 0..5 {
-            p.task_finished();
-        }
-        assert_eq!((p.tasks_finished(), p.tasks_held()), (2, 3));
-        p.hold_at(0);
-        p.task_finished();
-        assert_eq!(p.tasks_finished(), 3);
-    }
 
     #[test]
     fn seeded_plans_replay() {
