@@ -98,7 +98,7 @@ fn target(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Target, Str
             Ok(Target::Node(format!("{}:{}", addr.host, addr.port)))
         }
         Some(m) => match ssa::parse_local_cluster(m) {
-            Some((n, cores, mem)) => Ok(Target::Embedded(crate::yarn::node::local_cluster_nodes(
+            Some((n, cores, mem)) => Ok(Target::Embedded(crate::deploy::resources::local_cluster_nodes(
                 n, cores, mem, conf,
             ))),
             None => Err(format!("unsupported master '{m}'")),

@@ -33,33 +33,6 @@ pub fn container_path(host: &str, container: &crate::yarn::records::ContainerId)
     ActorPath::from_trusted(format!("/{NODE_ROOT}/nm-{host}/{container}"))
 }
 
-/// `local-cluster[N,C,M]`, as Spark means it: N executors of C cores and M MB each, with the
-/// driver's resources besides them. On YARN the ApplicationMaster needs a container too (the
-/// driver in cluster mode, the ExecutorLauncher in client mode), so each of the N
-/// NodeManagers (`host1`…, one rack) offers room for one executor of C vcores whose heap is
-/// M MB (its YARN overhead added) and, besides, room for the AM container of `conf`, both
-/// rounded up to `yarn.scheduler.minimum-allocation-mb` as the scheduler rounds them:
-/// wherever the AM lands, it never takes an executor's place.
-pub fn local_cluster_nodes(n: u32, cores: u32, memory_mb: u64, conf: &SparkConf) -> Vec<NodeSpec> {
-    let cluster_mode = conf.get(&crate::conf::SUBMIT_DEPLOY_MODE) == Ok("cluster");
-    let (am_memory, am_cores) = crate::deploy::resources::am_container(conf, cluster_mode);
-    let executor = crate::deploy::resources::executor_memory_of(conf, memory_mb);
-    let step = conf
-        .get(&crate::conf::RM_SCHEDULER_MINIMUM_ALLOCATION_MB)
-        .unwrap_or(1024)
-        .max(1);
-    let rounded = |mb: u64| mb.div_ceil(step).saturating_mul(step);
-    let node_memory = rounded(executor.total_mb()).saturating_add(rounded(am_memory.total_mb()));
-    (1..=n)
-        .map(|i| NodeSpec {
-            host: format!("host{i}"),
-            rack: crate::conf::DEFAULT_RACK.to_string(),
-            memory_mb: node_memory,
-            vcores: cores.saturating_add(am_cores),
-        })
-        .collect()
-}
-
 /// Starts `/node` in `cluster` with the RM and the NodeManagers of `nodes`; `rm_host` is the
 /// `node` of the RM's records. With a `listener`, the RM's client port
 /// (`/node/client-rm-service`) serves it; it is started last, so it stops first.
@@ -130,30 +103,5 @@ pub async fn wait_ready(cluster: &Cluster, nodes: usize, limit: std::time::Durat
             ));
         }
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn local_cluster_nodes_hold_an_executor_besides_the_am() {
-        // Client mode: an executor of 2048 MB heap is 2432 MB, 3072 rounded; the
-        // ExecutorLauncher's 896 MB, 1024 rounded; one vcore each.
-        let conf = SparkConf::new();
-        let nodes = local_cluster_nodes(2, 1, 2048, &conf);
-        assert_eq!(nodes.len(), 2);
-        for (i, n) in nodes.iter().enumerate() {
-            assert_eq!(n.host, format!("host{}", i + 1));
-            assert_eq!((n.memory_mb, n.vcores), (4096, 2));
-        }
-        // Cluster mode: the AM is the driver (1 GB + 384 MB, 2048 rounded; spark.driver.cores).
-        let mut conf = SparkConf::new();
-        conf.set("spark.submit.deployMode", "cluster")
-            .set("spark.driver.cores", "2")
-            .set("yarn.scheduler.minimum-allocation-mb", "512");
-        let nodes = local_cluster_nodes(1, 4, 1024, &conf);
-        assert_eq!((nodes[0].memory_mb, nodes[0].vcores), (1536 + 1536, 6));
     }
 }
