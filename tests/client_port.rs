@@ -12,20 +12,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::process::{
-    config_dir, drain, interrupt, lines, run_to_end, start_node_with, submit, wait_exit, wait_for, Node, Out,
+    config_dir, drain, interrupt, run_to_end, start_node_with, submit, submit_sleeping, wait_exit, Node, Out,
     BIN,
 };
 use sparkyard::rpc::tcp::{encode_frame, RequestFrame, ResponseFrame, GREETING};
 use sparkyard::yarn::protocol::{ClientRequest, ClientResponse, GetApplicationReport, ReportWait};
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
-
-fn app_id_in(line: &str) -> String {
-    line.split_whitespace()
-        .find(|w| w.starts_with("application_"))
-        .expect("an application id")
-        .trim_end_matches(|c: char| !c.is_ascii_digit())
-        .to_string()
-}
 
 /// A greeted raw connection to the node.
 fn greeted(node: &Node) -> TcpStream {
@@ -58,25 +50,8 @@ fn stop(mut node: Node, err: std::sync::mpsc::Receiver<String>) -> String {
 fn a_report_wait_of_u64_max_seconds_is_answered_without_a_panic() {
     let (node, err) = start_node_with(&[], Stdio::piped());
     let err = err.unwrap();
-    let mut running = submit(
-        &node,
-        &[
-            "--deploy-mode",
-            "cluster",
-            "--class",
-            "sparkyard.examples.DriverTest",
-            "x.jar",
-            "--sleep",
-            "60s",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let submit_err = lines(running.stderr.take().unwrap());
-    let line = wait_for(&submit_err, "(state: RUNNING)", &mut Vec::new());
-    let app = app_id_in(&line);
+    // Its stderr stays read until the end (a closed pipe would end it).
+    let (mut running, _stderr, _, app) = submit_sleeping(&node);
 
     // The crafted frame: wait for a change of RUNNING for u64::MAX seconds.
     let crafted = encode_frame(&RequestFrame {

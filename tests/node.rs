@@ -13,17 +13,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::process::{
-    config_dir, drain, interrupt, lines, run_to_end, start_node, start_node_with, submit, wait_exit,
-    wait_for, Node, Out, BIN,
+    app_id_in, config_dir, drain, interrupt, lines, run_to_end, start_node, start_node_with, submit,
+    submit_sleeping, wait_exit, wait_for, Node, Out, BIN,
 };
-
-fn app_id_in(line: &str) -> String {
-    line.split_whitespace()
-        .find(|w| w.starts_with("application_"))
-        .expect("an application id")
-        .trim_end_matches(|c: char| !c.is_ascii_digit())
-        .to_string()
-}
 
 #[test]
 fn submit_over_tcp_registers_three_executors_then_status_and_malformed_frames() {
@@ -102,26 +94,7 @@ fn submit_over_tcp_registers_three_executors_then_status_and_malformed_frames() 
 #[test]
 fn kill_ends_a_running_application_killed() {
     let node = start_node();
-    let mut running = submit(
-        &node,
-        &[
-            "--deploy-mode",
-            "cluster",
-            "--class",
-            "sparkyard.examples.DriverTest",
-            "x.jar",
-            "--sleep",
-            "60s",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let err = lines(running.stderr.take().unwrap());
-    let mut seen = Vec::new();
-    let line = wait_for(&err, "(state: RUNNING)", &mut seen);
-    let app = app_id_in(&line);
+    let (mut running, err, mut seen, app) = submit_sleeping(&node);
     let out = submit(&node, &["--kill", &app]).output().unwrap();
     assert_eq!(
         out.status.code(),

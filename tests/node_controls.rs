@@ -13,7 +13,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use common::process::{
-    config_dir, lines, run_to_end as run, start_node, submit, wait_exit, wait_for, Node, Out, BIN,
+    app_id_in, config_dir, lines, run_to_end as run, start_node, submit, wait_exit, wait_for, Node, Out, BIN,
 };
 use serde_json::Value as Json;
 
@@ -42,14 +42,6 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn app_id_in(line: &str) -> String {
-    line.split_whitespace()
-        .find(|w| w.starts_with("application_"))
-        .expect("an application id")
-        .trim_end_matches(|c: char| !c.is_ascii_digit())
-        .to_string()
 }
 
 /// A long SleepTasks application submitted to `node` in cluster mode (its records go to the

@@ -298,7 +298,16 @@ impl Cluster {
     /// ends, and returns how it ended; `None` if nothing runs there or the limit passed.
     pub async fn wait_ended(&self, path: &ActorPath, limit: Duration) -> Option<ExitReason> {
         let shared = self.inner.registry.shared(path)?;
-        let deadline = tokio::time::Instant::now() + limit;
+        self.final_reason_of(&shared, Some(tokio::time::Instant::now() + limit))
+            .await
+    }
+
+    /// How `shared` ended, once it has; `None` if `deadline` passes first.
+    async fn final_reason_of(
+        &self,
+        shared: &CellShared,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<ExitReason> {
         loop {
             let notified = self.inner.ended.notified();
             tokio::pin!(notified);
@@ -306,8 +315,13 @@ impl Cluster {
             if let Some(reason) = shared.final_reason() {
                 return Some(reason);
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return shared.final_reason();
+            match deadline {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                        return shared.final_reason();
+                    }
+                }
+                None => notified.await,
             }
         }
     }
@@ -325,15 +339,7 @@ impl Cluster {
             .iter()
             .find(|r| &r.path == path)
             .cloned()?;
-        loop {
-            let notified = self.inner.ended.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let Some(reason) = shared.final_reason() {
-                return Some(reason);
-            }
-            notified.await;
-        }
+        self.final_reason_of(&shared, None).await
     }
 
     /// Stops every root gracefully, newest first, each within `limit` of real time (what

@@ -165,3 +165,38 @@ pub fn run_to_end(mut cmd: Command) -> Out {
         stderr: drain(err),
     }
 }
+
+/// The application id in a line of `submit`'s output.
+pub fn app_id_in(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with("application_"))
+        .expect("an application id")
+        .trim_end_matches(|c: char| !c.is_ascii_digit())
+        .to_string()
+}
+
+/// A cluster-mode DriverTest that sleeps 60 s, submitted to `node` and followed until it
+/// runs: the submit process, its stderr lines, those seen so far and the application id.
+pub fn submit_sleeping(node: &Node) -> (Child, Receiver<String>, Vec<String>, String) {
+    let mut running = submit(
+        node,
+        &[
+            "--deploy-mode",
+            "cluster",
+            "--class",
+            "sparkyard.examples.DriverTest",
+            "x.jar",
+            "--sleep",
+            "60s",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("submit starts");
+    let err = lines(running.stderr.take().expect("piped stderr"));
+    let mut seen = Vec::new();
+    let line = wait_for(&err, "(state: RUNNING)", &mut seen);
+    let app = app_id_in(&line);
+    (running, err, seen, app)
+}
