@@ -7,14 +7,10 @@
 set -u
 cd "$(dirname "$0")/.."
 N=${1:-300}
-BIN=${SPARKYARD:-target/release/sparkyard}
-CONF=${CONF_DIR:-$PWD/config}
-[ -x "$BIN" ] || cargo build --release --locked >&2 || exit 1
+# shellcheck source=scripts/node-lib.sh
+. scripts/node-lib.sh
 D=$(mktemp -d -t soak.XXXXXX)
-PORT=$((20000 + RANDOM % 20000))
-"$BIN" node --config-dir "$CONF" --conf "yarn.resourcemanager.address=127.0.0.1:$PORT" --log-dir "$D/logs" >"$D/node.out" 2>&1 &
-NODE=$!
-for _ in $(seq 100); do grep -q listening "$D/node.out" 2>/dev/null && break; sleep 0.1; done
+start_node "$D"
 fds() { ls /proc/$NODE/fd | wc -l; }
 rss() { awk '/VmRSS/{print $2}' /proc/$NODE/status; }
 echo "start: fds=$(fds) rss_kb=$(rss)"
