@@ -10,7 +10,7 @@ use common::*;
 use sparkyard::rpc::AskError;
 use sparkyard::runtime::fault::PlanOutcome;
 use sparkyard::runtime::{
-    Backoff, ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Span,
+    Backoff, ChildSpec, Cluster, ExitReason, FaultPlan, KillMode, PartitionMode, PlannedFault, Restart, Span,
     Strategy, SupervisorSpec, Terminated, Trigger,
 };
 
@@ -500,18 +500,86 @@ async fn a_planned_kill_waits_for_its_target_to_restart() {
     }])
     .unwrap();
     let run = cluster.run_plan(plan, "restart-test");
+    assert!(!cluster.progress().is_held());
     cluster.progress().task_finished();
+    // The count that found its target restarting holds the progress: the driver keeps
+    // later finished tasks aside until the kill is carried out.
+    eventually("held", || cluster.progress().is_held()).await;
     eventually("the plan waits", || {
         records_with(&cluster, "fault injection waits for /r/target")
     })
     .await;
     assert!(run.outcomes().is_empty(), "not skipped while it restarts");
+    assert!(cluster.progress().is_held());
     cluster.clock().advance(Duration::from_secs(1)).await;
     eventually("plan finished", || run.is_finished()).await;
+    assert!(!cluster.progress().is_held(), "let go once the kill is done");
+    cluster.progress().released().await;
     let killed = &run.outcomes()[0].killed;
     assert_eq!(killed.len(), 1, "{:?}", run.outcomes());
     assert_eq!(killed[0].incarnation, 2);
     assert!(events(&cluster, "fault_skipped").is_empty());
+}
+
+#[actix_rt::test]
+async fn what_an_ending_significant_child_takes_down_is_not_killed_again() {
+    // A container whose AM is significant and never restarted: once the AM is killed, its
+    // siblings, its supervisor and the container are ending with it, even before the
+    // supervisors have heard of the kill, so a second kill finds none of them running (a
+    // seeded plan then waits for the next attempt instead of killing a doomed actor).
+    let cluster = cluster();
+    let journal = Journal::default();
+    let j = journal.clone();
+    let container = ChildSpec::supervisor("container_1_0001_01_000001", move || {
+        let j = j.clone();
+        SupervisorSpec::new(Strategy::OneForOne)
+            .auto_shutdown(true)
+            .child(
+                ChildSpec::supervisor("am", move || {
+                    SupervisorSpec::new(Strategy::OneForOne)
+                        .auto_shutdown(true)
+                        .child(probe_spec("allocator", &j))
+                        .child(
+                            probe_spec("application-master", &j)
+                                .restart(Restart::Temporary)
+                                .significant(true),
+                        )
+                })
+                .restart(Restart::Temporary)
+                .significant(true),
+            )
+    })
+    .restart(Restart::Temporary);
+    let other = probe_spec("other", &journal);
+    cluster
+        .start_root(
+            "nm",
+            SupervisorSpec::new(Strategy::OneForOne)
+                .child(container)
+                .child(other),
+        )
+        .unwrap();
+    eventually("started", || journal.lines().len() == 3).await;
+    let killed = cluster
+        .kill("*/application-master", KillMode::Panic, "doom-test")
+        .unwrap();
+    assert_eq!(killed.len(), 1);
+    // No yield in between: no supervisor has processed the AM's end yet.
+    assert!(matches!(
+        cluster.kill("*/am/allocator", KillMode::Stop, "doom-test"),
+        Err(sparkyard::runtime::fault::FaultError::NoMatch(_))
+    ));
+    assert!(cluster
+        .kill("/nm/container_*", KillMode::Stop, "doom-test")
+        .is_err());
+    // What the AM's end does not take down is still there to kill.
+    assert_eq!(
+        cluster
+            .kill("/nm/other", KillMode::Stop, "doom-test")
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 fn records_with(cluster: &Cluster, text: &str) -> bool {

@@ -58,6 +58,12 @@ pub struct CellShared {
     pub(crate) incarnation: u64,
     pub(crate) actor_type: &'static str,
     pub(crate) kind: ChildKind,
+    /// Its end ends its parent: a significant child, never restarted, of a supervisor with
+    /// `auto_shutdown` (an ApplicationMaster, an executor backend, a container's role).
+    /// Fault injection reads it to know what an ending actor takes down with it.
+    pub(crate) ends_parent: bool,
+    /// A child whose end ends this one has ended: its supervisor is about to stop it.
+    pub(crate) doomed: AtomicBool,
     pub(crate) log: Arc<LogCtx>,
     pub(crate) started_at: Duration,
     /// Fires when this incarnation ends; the tokens of its children (and of work it starts,
@@ -304,6 +310,8 @@ pub(crate) struct SpawnArgs {
     pub mailbox: usize,
     pub on_exit: Option<ExitNotify>,
     pub restart: bool,
+    /// See [`CellShared::ends_parent`].
+    pub ends_parent: bool,
 }
 
 /// Starts one incarnation of `A` at `args.path`: registers it, then builds the actor with
@@ -325,6 +333,8 @@ where
         incarnation,
         actor_type,
         kind: args.kind,
+        ends_parent: args.ends_parent,
+        doomed: AtomicBool::new(false),
         log,
         started_at: cluster.clock().now(),
         cancel: args

@@ -234,6 +234,7 @@ impl Cluster {
             mailbox: DEFAULT_MAILBOX,
             on_exit,
             restart: false,
+            ends_parent: false,
         };
         let shared = cell::spawn(self, args, make);
         self.inner
@@ -247,6 +248,13 @@ impl Cluster {
     /// The end of an incarnation: called once by its cell, whatever ended it.
     pub(crate) fn incarnation_ended(&self, shared: &Arc<CellShared>, reason: &ExitReason) {
         let registry = &self.inner.registry;
+        if shared.ends_parent {
+            // Its supervisor is about to stop: say so before this one leaves the registry,
+            // so nothing sees the siblings as running in between (fault injection).
+            if let Some(parent) = shared.path.parent().and_then(|p| registry.shared(&p)) {
+                parent.doomed.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
         registry.remove_if(&shared.path, shared.incarnation);
         for orphan in registry.descendants(&shared.path) {
             if !orphan.is_done() {

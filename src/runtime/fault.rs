@@ -240,6 +240,13 @@ pub struct FaultPlan {
 /// running, carried out inside the very count that reaches k (on the thread that counts),
 /// so it lands at the same point of the run in every replay: before anything that follows
 /// the k-th task, even the application's end when k is its last task.
+///
+/// When the target is not running at that count (it is restarting, or it dies with an
+/// earlier kill's victim and comes back with a new application attempt), the kill has to
+/// wait for it; meanwhile the progress is *held*: the count reaching k takes a [`Hold`],
+/// and the DriverEndpoint keeps every later finished task aside, uncounted and unprocessed,
+/// until the plan lets go ([`Progress::is_held`], [`Progress::released`]). The job cannot
+/// run past the kill's point while the kill waits, so a seed replays the same kills.
 #[derive(Default)]
 pub struct Progress {
     tasks_finished: AtomicU64,
@@ -247,6 +254,24 @@ pub struct Progress {
     changed: tokio::sync::Notify,
     /// The kill due at a count, if one is armed.
     armed: Mutex<Option<(u64, DueKill)>>,
+    /// Holds taken and not yet let go (see [`Hold`]).
+    holds: AtomicUsize,
+    /// Woken when the last hold goes.
+    released: tokio::sync::Notify,
+}
+
+/// While one exists, the cluster's progress is held (see [`Progress`]); dropping it lets go,
+/// so a plan that ends or is dropped never leaves a driver holding its tasks.
+#[must_use = "the progress is held only while the Hold lives"]
+pub struct Hold(Cluster);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let progress = self.0.progress();
+        if progress.holds.fetch_sub(1, Ordering::AcqRel) == 1 {
+            progress.released.notify_waiters();
+        }
+    }
 }
 
 /// A kill to carry out when the count is reached (see [`Progress`]).
@@ -280,6 +305,29 @@ impl Progress {
             kill();
         } else {
             *armed = Some((at, kill));
+        }
+    }
+
+    /// Holds the progress until the returned [`Hold`] is dropped.
+    fn hold(&self, cluster: &Cluster) -> Hold {
+        self.holds.fetch_add(1, Ordering::AcqRel);
+        Hold(cluster.clone())
+    }
+
+    /// Whether a planned kill is waiting for its target: a finished task is then kept aside
+    /// until [`Progress::released`].
+    pub fn is_held(&self) -> bool {
+        self.holds.load(Ordering::Acquire) > 0
+    }
+
+    /// Resolves once no hold is left (at once if none is).
+    pub async fn released(&self) {
+        loop {
+            let notified = self.released.notified();
+            if !self.is_held() {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -429,8 +477,10 @@ impl Cluster {
     ) -> Result<Vec<Killed>, FaultError> {
         let glob = PathGlob::parse(target).map_err(FaultError::BadPattern)?;
         let mut victims = self.registry().matching(&glob);
-        // One already being stopped or killed is not killed twice.
-        victims.retain(|v| !v.is_ending());
+        // One already being stopped or killed, or taken down with an ending actor, is not
+        // killed twice.
+        let ending = self.registry().ending();
+        victims.retain(|v| !ending.covers(v.path()));
         if victims.is_empty() {
             return Err(FaultError::NoMatch(target.to_string()));
         }
@@ -505,8 +555,16 @@ impl Cluster {
         let Ok(glob) = PathGlob::parse(target) else {
             return true;
         };
-        self.registry().between_incarnations(&glob).is_empty()
-            && self.registry().matching(&glob).iter().any(|v| !v.is_ending())
+        self.registry().between_incarnations(&glob).is_empty() && self.runs_a_match(&glob)
+    }
+
+    /// Whether some actor matching `glob` runs and is not ending (nor taken down with one).
+    fn runs_a_match(&self, glob: &PathGlob) -> bool {
+        let ending = self.registry().ending();
+        self.registry()
+            .matching(glob)
+            .iter()
+            .any(|v| !ending.covers(v.path()))
     }
 
     /// Waits (real time, at most [`RESTART_WAIT`]) until some actor matching `target` runs
@@ -515,8 +573,7 @@ impl Cluster {
         let Ok(glob) = PathGlob::parse(target) else { return };
         let settled = || {
             let pending = self.registry().between_incarnations(&glob);
-            let running = self.registry().matching(&glob).iter().any(|v| !v.is_ending());
-            (pending.is_empty() && running, pending)
+            (pending.is_empty() && self.runs_a_match(&glob), pending)
         };
         let (mut ready, mut pending) = settled();
         // Nothing it matches has ever run: nothing to wait for (the kill is skipped).
@@ -591,33 +648,42 @@ impl Cluster {
         let start = self.clock().now();
         let base = self.progress().tasks_finished();
         self.spawn_task(async move {
+            // The hold taken by a kill that had to wait, let go only once the next kill is
+            // armed, so no task is counted in between.
+            let mut held: Option<Hold> = None;
             for fault in plan.faults {
                 let who = format!("{by} ({})", fault.when);
-                let at_once = match fault.when {
+                let due = match fault.when {
                     Trigger::At(at) => {
+                        held = None;
                         cluster.clock().sleep_until(start.saturating_add(at)).await;
-                        None
+                        Due::Wait(None)
                     }
                     Trigger::AfterTasks(n) => {
                         // Carried out by the count itself when its target runs (see
-                        // `Progress`); otherwise here, after waiting for a restart.
+                        // `Progress`); otherwise here, after waiting for it, with the
+                        // progress held.
                         let (tx, rx) = tokio::sync::oneshot::channel();
                         let (c, f, w) = (cluster.clone(), fault.clone(), who.clone());
                         cluster.progress().arm(
                             base.saturating_add(n),
                             Box::new(move || {
-                                let killed = c
-                                    .target_settled(&f.target)
-                                    .then(|| c.kill_or_skip(&f.target, f.pick, f.mode, &w));
-                                let _ = tx.send(killed);
+                                let due = if c.target_settled(&f.target) {
+                                    Due::Done(c.kill_or_skip(&f.target, f.pick, f.mode, &w))
+                                } else {
+                                    Due::Wait(Some(c.progress().hold(&c)))
+                                };
+                                let _ = tx.send(due);
                             }),
                         );
-                        rx.await.ok().flatten()
+                        held = None;
+                        rx.await.unwrap_or(Due::Wait(None))
                     }
                 };
-                let killed = match at_once {
-                    Some(killed) => killed,
-                    None => {
+                let killed = match due {
+                    Due::Done(killed) => killed,
+                    Due::Wait(hold) => {
+                        held = hold;
                         cluster.wait_restarts(&fault.target, &who).await;
                         cluster.kill_or_skip(&fault.target, fault.pick, fault.mode, &who)
                     }
@@ -627,10 +693,18 @@ impl Cluster {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(PlanOutcome { fault, killed });
             }
+            drop(held);
             r.finished.store(true, Ordering::Release);
         });
         run
     }
+}
+
+/// What a planned kill's trigger found: the kill carried out, or a target to wait for (with
+/// the progress held when the trigger was a count).
+enum Due {
+    Done(Vec<Killed>),
+    Wait(Option<Hold>),
 }
 
 #[cfg(test)]

@@ -87,6 +87,28 @@ pub struct Registry {
     forgotten: std::sync::Mutex<std::collections::VecDeque<ActorPath>>,
 }
 
+/// The subtrees that are ending: every actor asked to stop (or already stopped), and every
+/// supervisor an ending significant child will take down (`auto_shutdown`), so that an actor
+/// doomed by an earlier kill is seen as ending at once, not only once its supervisor has
+/// processed that kill.
+pub(crate) struct Ending {
+    roots: std::collections::HashSet<ActorPath>,
+}
+
+impl Ending {
+    /// Whether the actor at `path` is ending, or one above it is.
+    pub(crate) fn covers(&self, path: &ActorPath) -> bool {
+        let mut at = Some(path.clone());
+        while let Some(p) = at {
+            if self.roots.contains(&p) {
+                return true;
+            }
+            at = p.parent();
+        }
+        false
+    }
+}
+
 /// How many forgotten paths the registry remembers (see `Registry::forgotten`).
 const KEPT_FORGOTTEN: usize = 1024;
 
@@ -180,11 +202,44 @@ impl Registry {
         found
     }
 
+    /// Where actors are ending now, counting what an ending actor takes down with it (see
+    /// [`Ending`]).
+    pub(crate) fn ending(&self) -> Ending {
+        let mut roots: std::collections::HashSet<ActorPath> = std::collections::HashSet::new();
+        let mut enders = Vec::new();
+        for e in self.entries.iter() {
+            if e.shared.is_ending() || e.shared.doomed.load(std::sync::atomic::Ordering::Acquire) {
+                roots.insert(e.key().clone());
+            }
+            if e.shared.ends_parent {
+                enders.push(e.key().clone());
+            }
+        }
+        let mut ending = Ending { roots };
+        // An ending significant child ends its parent, which may be one in turn.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for p in &enders {
+                if ending.covers(p) {
+                    if let Some(parent) = p.parent() {
+                        if !ending.covers(&parent) {
+                            ending.roots.insert(parent);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        ending
+    }
+
     /// The paths matching `glob` that are between two incarnations: one ran there before,
     /// none runs now (or it is ending: a stop or kill is under way), and the actor above it
     /// runs, so its supervisor is about to restart it (or has just decided not to).
     pub(crate) fn between_incarnations(&self, glob: &PathGlob) -> Vec<ActorPath> {
-        let running = |path: &ActorPath| self.entries.get(path).is_some_and(|e| !e.shared.is_ending());
+        let ending = self.ending();
+        let running = |path: &ActorPath| self.entries.contains_key(path) && !ending.covers(path);
         let mut found: Vec<ActorPath> = self
             .incarnations
             .iter()

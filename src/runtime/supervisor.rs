@@ -536,6 +536,9 @@ impl Supervisor {
                 })
             })),
             restart,
+            ends_parent: child.spec.significant
+                && self.auto_shutdown
+                && child.spec.restart == Restart::Temporary,
         };
         let shared = (child.spec.start)(self.me.cluster(), args);
         if let Some(hook) = &child.spec.on_start {

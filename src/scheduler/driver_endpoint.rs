@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use actix::{Actor, AsyncContext, Context, Handler, MessageResult};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult};
 use serde::Serialize;
 
 use super::dag_scheduler::{to_dag_event, BackendEvent, DagQueueRef};
@@ -136,6 +136,8 @@ pub struct DriverEndpoint {
     executor_waiters: Vec<(usize, tokio::sync::oneshot::Sender<usize>)>,
     max_rpc_message_size: u64,
     dag_queue: DagQueueRef,
+    /// Finished tasks kept aside while a fault plan holds the progress, in arrival order.
+    held: std::collections::VecDeque<StatusUpdate>,
 }
 
 impl DriverEndpoint {
@@ -154,6 +156,7 @@ impl DriverEndpoint {
             executor_waiters: Vec::new(),
             max_rpc_message_size,
             dag_queue,
+            held: std::collections::VecDeque::new(),
         }
     }
 
@@ -709,6 +712,41 @@ impl Handler<StatusUpdate> for DriverEndpoint {
     type Result = ();
 
     fn handle(&mut self, msg: StatusUpdate, ctx: &mut Context<Self>) {
+        // A fault plan's kill is waiting for its target: finished tasks wait too, in order,
+        // so the job cannot run past the kill (see `runtime::fault::Progress`).
+        if msg.state == TaskState::Finished
+            && (!self.held.is_empty() || self.me.cluster().progress().is_held())
+        {
+            self.held.push_back(msg);
+            if self.held.len() == 1 {
+                self.await_release(ctx);
+            }
+            return;
+        }
+        self.status_update(msg, ctx);
+    }
+}
+
+impl DriverEndpoint {
+    /// Takes up the finished tasks kept aside once the progress is let go.
+    fn await_release(&mut self, ctx: &mut Context<Self>) {
+        let cluster = self.me.cluster().clone();
+        ctx.spawn(
+            actix::fut::wrap_future::<_, Self>(async move { cluster.progress().released().await }).map(
+                |(), act, ctx| {
+                    while let Some(msg) = act.held.pop_front() {
+                        act.status_update(msg, ctx);
+                        if act.me.cluster().progress().is_held() && !act.held.is_empty() {
+                            act.await_release(ctx);
+                            return;
+                        }
+                    }
+                },
+            ),
+        );
+    }
+
+    fn status_update(&mut self, msg: StatusUpdate, ctx: &mut Context<Self>) {
         let StatusUpdate {
             executor_id,
             task_id,
@@ -724,13 +762,6 @@ impl Handler<StatusUpdate> for DriverEndpoint {
             TaskState::Launching | TaskState::Running => TaskUpdate::Running,
             TaskState::Finished => match rmp_serde::from_slice::<TaskResult>(&data) {
                 Ok(r) => {
-                    // Job progress, which fault plans can be triggered by. A driver whose
-                    // ApplicationMaster is gone is ending with its attempt: what its
-                    // executors still finish is not the application's progress, so a
-                    // seeded plan counts the same tasks in every replay.
-                    if self.attempt_alive() {
-                        self.me.cluster().progress().task_finished();
-                    }
                     result = Some((task_id, r));
                     TaskUpdate::Finished {
                         result_size: data.len() as u64,
@@ -752,6 +783,14 @@ impl Handler<StatusUpdate> for DriverEndpoint {
             let known = ts.status_update(task_id, update, now);
             (known, ts.take_events())
         };
+        // Job progress, which fault plans can be triggered by: a task the scheduler took as
+        // finished (not a duplicate, nor one of an executor already removed), before
+        // anything that follows it is dispatched. A driver whose ApplicationMaster is gone
+        // is ending with its attempt: what its executors still finish is not the
+        // application's progress, so a seeded plan counts the same tasks in every replay.
+        if known && result.is_some() && self.attempt_alive() {
+            self.me.cluster().progress().task_finished();
+        }
         self.dispatch(events, result, ctx);
         // A duplicate (an update sent again for a restarted endpoint) gives nothing back.
         if state.is_finished() && known {
