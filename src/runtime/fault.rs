@@ -241,12 +241,13 @@ pub struct FaultPlan {
 /// so it lands at the same point of the run in every replay: before anything that follows
 /// the k-th task, even the application's end when k is its last task.
 ///
-/// When the target is not running at that count (it is restarting, or it dies with an
-/// earlier kill's victim and comes back with a new application attempt), the kill has to
-/// wait for it; meanwhile the progress is *held*: the count reaching k takes a [`Hold`],
-/// and the DriverEndpoint keeps every later finished task aside, uncounted and unprocessed,
-/// until the plan lets go ([`Progress::is_held`], [`Progress::released`]). The job cannot
-/// run past the kill's point while the kill waits, so a seed replays the same kills.
+/// The count reaching k also *holds* the progress (a [`Hold`]): the DriverEndpoint keeps
+/// every later finished task aside, uncounted and unprocessed, until the plan lets go
+/// ([`Progress::is_held`], [`Progress::released`]), which it does once its next kill is
+/// armed. When the target is not running at that count (it is restarting, or it dies with
+/// an earlier kill's victim and comes back with a new application attempt), the kill waits
+/// for it with the progress held. Either way the job cannot run past a kill's point before
+/// the plan is ready for the next one, so a seed replays the same kills.
 #[derive(Default)]
 pub struct Progress {
     tasks_finished: AtomicU64,
@@ -648,7 +649,7 @@ impl Cluster {
         let start = self.clock().now();
         let base = self.progress().tasks_finished();
         self.spawn_task(async move {
-            // The hold taken by a kill that had to wait, let go only once the next kill is
+            // The hold taken by the last kill's count, let go only once the next kill is
             // armed, so no task is counted in between.
             let mut held: Option<Hold> = None;
             for fault in plan.faults {
@@ -668,10 +669,13 @@ impl Cluster {
                         cluster.progress().arm(
                             base.saturating_add(n),
                             Box::new(move || {
+                                // Held from this count until the next kill is armed, so no
+                                // task counts in between, whatever the threads do.
+                                let hold = c.progress().hold(&c);
                                 let due = if c.target_settled(&f.target) {
-                                    Due::Done(c.kill_or_skip(&f.target, f.pick, f.mode, &w))
+                                    Due::Done(c.kill_or_skip(&f.target, f.pick, f.mode, &w), hold)
                                 } else {
-                                    Due::Wait(Some(c.progress().hold(&c)))
+                                    Due::Wait(Some(hold))
                                 };
                                 let _ = tx.send(due);
                             }),
@@ -681,7 +685,10 @@ impl Cluster {
                     }
                 };
                 let killed = match due {
-                    Due::Done(killed) => killed,
+                    Due::Done(killed, hold) => {
+                        held = Some(hold);
+                        killed
+                    }
                     Due::Wait(hold) => {
                         held = hold;
                         cluster.wait_restarts(&fault.target, &who).await;
@@ -700,10 +707,10 @@ impl Cluster {
     }
 }
 
-/// What a planned kill's trigger found: the kill carried out, or a target to wait for (with
-/// the progress held when the trigger was a count).
+/// What a planned kill's trigger found: the kill carried out, or a target to wait for; a
+/// count holds the progress in both cases (until the plan's next kill is armed).
 enum Due {
-    Done(Vec<Killed>),
+    Done(Vec<Killed>, Hold),
     Wait(Option<Hold>),
 }
 
