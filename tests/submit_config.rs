@@ -491,3 +491,33 @@ fn spark_accepts_quantile_one_and_the_memory_keys_without_a_warning() {
         run.stderr
     );
 }
+
+#[actix_rt::test]
+async fn an_initial_number_below_the_minimum_is_ignored_with_sparks_warnings() {
+    let node = node().await;
+    let (outcome, output) = submit(
+        &node,
+        DRIVER_TEST,
+        &[],
+        conf(&[
+            ("spark.dynamicAllocation.enabled", "true"),
+            ("spark.dynamicAllocation.minExecutors", "2"),
+            ("spark.dynamicAllocation.initialExecutors", "1"),
+            ("spark.dynamicAllocation.maxExecutors", "3"),
+        ]),
+    )
+    .await;
+    succeeded(&outcome, &output);
+    assert!(
+        output.contains("2 executors registered (requested 2)"),
+        "{output}"
+    );
+    let m = msgs(&node);
+    for line in [
+        "spark.dynamicAllocation.initialExecutors less than spark.dynamicAllocation.minExecutors is invalid, ignoring its setting, please update your configs.",
+        "spark.executor.instances less than spark.dynamicAllocation.minExecutors is invalid, ignoring its setting, please update your configs.",
+        "Using initial executors = 2, max of spark.dynamicAllocation.initialExecutors, spark.dynamicAllocation.minExecutors and spark.executor.instances",
+    ] {
+        assert!(m.iter().any(|x| x == line), "no {line:?} in {m:#?}");
+    }
+}
