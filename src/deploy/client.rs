@@ -401,9 +401,9 @@ pub async fn prepare_submission(
         am.overhead_mb
     );
     tracing::info!(app_id = %app_id, "Setting up container launch context for our AM");
-    let environment = am_launch_env(conf);
+    let environment = am_launch_env(conf, app_id);
     tracing::info!(app_id = %app_id, "Preparing resources for our AM container");
-    check_local_resources(conf, &args.primary_resource)?;
+    check_local_resources(conf, &args.primary_resource, app_id)?;
     let (role, am_args) = match &args.client_mode_driver {
         None => (
             ROLE_APPLICATION_MASTER,
@@ -459,7 +459,7 @@ pub async fn prepare_submission(
 /// `spark.yarn.appMasterEnv.<NAME>` (YarnSparkHadoopUtil.addPathToEnvironment: a variable
 /// already set gets the value appended after the path separator, `:` on Linux, as the
 /// NodeManager expands YARN's `<CPS>`). Logged at DEBUG, redacted.
-pub fn am_launch_env(conf: &SparkConf) -> std::collections::BTreeMap<String, String> {
+pub fn am_launch_env(conf: &SparkConf, app_id: ApplicationId) -> std::collections::BTreeMap<String, String> {
     let mut env = std::collections::BTreeMap::new();
     env.insert("SPARK_USER".to_string(), current_user());
     for (key, value) in conf.iter() {
@@ -472,10 +472,10 @@ pub fn am_launch_env(conf: &SparkConf) -> std::collections::BTreeMap<String, Str
                 .or_insert_with(|| value.to_string());
         }
     }
-    tracing::info!("Setting up the launch environment for our AM container");
+    tracing::info!(app_id = %app_id, "Setting up the launch environment for our AM container");
     let redactor = conf::Redactor::from_conf(conf);
     for (k, v) in &env {
-        tracing::debug!("    {k} -> {}", redactor.value(k, v));
+        tracing::debug!(app_id = %app_id, "    {k} -> {}", redactor.value(k, v));
     }
     env
 }
@@ -523,7 +523,11 @@ pub(crate) fn local_file(resource: &str) -> Option<std::path::PathBuf> {
 /// local file must exist, as Spark's copy to the staging directory fails the submission with
 /// Hadoop's `java.io.FileNotFoundException: File file:<path> does not exist`. The primary
 /// resource is not checked: it names an application sparkyard has built in, not a jar.
-pub fn check_local_resources(conf: &SparkConf, primary_resource: &str) -> Result<(), String> {
+pub fn check_local_resources(
+    conf: &SparkConf,
+    primary_resource: &str,
+    app_id: ApplicationId,
+) -> Result<(), String> {
     for entry in [
         &conf::JARS_TO_DISTRIBUTE,
         &conf::FILES_TO_DISTRIBUTE,
@@ -539,7 +543,7 @@ pub fn check_local_resources(conf: &SparkConf, primary_resource: &str) -> Result
                         "java.io.FileNotFoundException: File file:{} does not exist",
                         path.display()
                     );
-                    tracing::error!(key = entry.name(), resource = resource.as_str(), "{message}");
+                    tracing::error!(app_id = %app_id, key = entry.name(), resource = resource.as_str(), "{message}");
                     return Err(message);
                 }
             }
