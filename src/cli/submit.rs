@@ -344,6 +344,17 @@ fn assemble(parsed: &mut SparkSubmitArguments) -> Result<SparkConf, Problem> {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    if parsed
+        .resolve_main_class(|name| crate::apps::lookup(name).is_some())
+        .map_err(Problem::Args)?
+    {
+        tracing::info!(
+            class = parsed.main_class.as_deref().unwrap_or_default(),
+            "No --class given: the primary resource names the built-in application {}, which runs (spark-submit would need --class {} <jar>)",
+            parsed.main_class.as_deref().unwrap_or_default(),
+            parsed.main_class.as_deref().unwrap_or_default()
+        );
+    }
     Ok(loaded.conf)
 }
 
@@ -370,8 +381,10 @@ fn print_verbose(parsed: &SparkSubmitArguments, conf: &SparkConf) {
         let _ = writeln!(err, "  {name:<24}{value}");
     }
     let _ = writeln!(err, "\nSpark properties used, including those specified through --conf and those from the properties file:");
+    // Utils.redact: values whose key or value matches spark.redaction.regex are hidden.
+    let redactor = conf::Redactor::from_conf(conf);
     for (k, v) in conf.iter() {
-        let _ = writeln!(err, "  ({k},{v})");
+        let _ = writeln!(err, "  ({k},{})", redactor.value(k, v));
     }
 }
 

@@ -84,6 +84,10 @@ fn non_negative(v: &f64) -> bool {
 fn positive_fraction(v: &f64) -> bool {
     *v > 0.0 && *v <= 1.0
 }
+#[allow(clippy::ptr_arg)] // a check takes the key's value type
+fn is_regex(v: &String) -> bool {
+    super::redact::is_valid_pattern(v)
+}
 
 /// Defines the key statics (documentation once, used both as rustdoc and as the key's listed
 /// doc) and the registry slice holding every one of them.
@@ -243,6 +247,23 @@ keys! {
     EXECUTOR_MIN_MEMORY_OVERHEAD: SizeEntry =
         ConfEntry::new("spark.executor.minMemoryOverhead", MIB, "384m");
 
+    /// Whether executors use off-heap memory; on YARN its size is added to each executor
+    /// container (and must then be more than 0).
+    MEMORY_OFFHEAP_ENABLED: BoolEntry = ConfEntry::new("spark.memory.offHeap.enabled", BoolKind, "false")
+        .alternatives(&["spark.unsafe.offHeap"]);
+
+    /// Off-heap memory of each executor, added to its container when
+    /// `spark.memory.offHeap.enabled` is true. Bare numbers are bytes.
+    MEMORY_OFFHEAP_SIZE: SizeEntry = ConfEntry::new("spark.memory.offHeap.size", BYTES, "0");
+
+    /// Memory of each executor's Python workers, added to its container for a Python
+    /// application (`spark.yarn.isPython`). Bare numbers are MiB.
+    PYSPARK_EXECUTOR_MEMORY: OptSizeEntry =
+        OptEntry::new("spark.executor.pyspark.memory", MIB, "(none)");
+
+    /// Set by spark-submit for a Python primary resource (internal).
+    IS_PYTHON_APP: BoolEntry = ConfEntry::new("spark.yarn.isPython", BoolKind, "false");
+
     /// Extra JVM options of executors, passed through into the executor launch command.
     EXECUTOR_JAVA_OPTIONS: OptStrEntry =
         OptEntry::new("spark.executor.extraJavaOptions", StrKind, "(none)");
@@ -341,8 +362,9 @@ keys! {
             .check(non_negative, "must be at least 0");
 
     /// Fraction of a stage's tasks that must be finished before speculation starts.
-    SPECULATION_QUANTILE: F64Entry = ConfEntry::new("spark.speculation.quantile", FloatKind, "0.9")
-        .check(|v| *v >= 0.0 && *v < 1.0, "must be at least 0 and less than 1");
+    /// Spark checks no range: at 1 (or more) no task set ever has enough successes while a
+    /// task still runs, so only `spark.speculation.task.duration.threshold` speculates.
+    SPECULATION_QUANTILE: F64Entry = ConfEntry::new("spark.speculation.quantile", FloatKind, "0.9");
 
     /// Minimum run time before a task is considered for speculation. Bare numbers are
     /// milliseconds.
@@ -503,6 +525,16 @@ keys! {
     /// Whether a finished event log of the same application may be replaced.
     EVENT_LOG_OVERWRITE: BoolEntry = ConfEntry::new("spark.eventLog.overwrite", BoolKind, "false");
 
+    /// Properties whose key or value matches this regular expression have their value shown
+    /// as `*********(redacted)` wherever configuration is printed or logged (`submit -v`, the
+    /// event log, launch contexts). Rust `regex` syntax (Spark's is Java's).
+    SECRET_REDACTION_PATTERN: StrEntry = ConfEntry::new(
+        "spark.redaction.regex",
+        StrKind,
+        "(?i)secret|password|token|access[.]?key",
+    )
+    .check(is_regex, "must be a regular expression");
+
     // ---------------------------------------------------------------- dynamic allocation
 
     /// Whether executors are added and removed with the workload.
@@ -530,24 +562,24 @@ keys! {
     DYN_ALLOCATION_MAX_EXECUTORS: U32Entry =
         ConfEntry::new("spark.dynamicAllocation.maxExecutors", IntKind::new(), "2147483647");
 
-    /// Scales the number of executors requested for the backlog; in (0, 1].
+    /// Scales the number of executors requested for the backlog; in (0, 1] when dynamic
+    /// allocation is on (checked then, as the ExecutorAllocationManager does).
     DYN_ALLOCATION_EXECUTOR_ALLOCATION_RATIO: F64Entry =
-        ConfEntry::new("spark.dynamicAllocation.executorAllocationRatio", FloatKind, "1.0")
-            .check(positive_fraction, "must be greater than 0 and at most 1");
+        ConfEntry::new("spark.dynamicAllocation.executorAllocationRatio", FloatKind, "1.0");
 
-    /// Backlog duration before the first executors are requested. Bare numbers are seconds.
+    /// Backlog duration before the first executors are requested; more than 0 when dynamic
+    /// allocation is on. Bare numbers are seconds.
     DYN_ALLOCATION_SCHEDULER_BACKLOG_TIMEOUT: TimeEntry =
-        ConfEntry::new("spark.dynamicAllocation.schedulerBacklogTimeout", SECS, "1s")
-            .check(positive_time, "must be greater than 0");
+        ConfEntry::new("spark.dynamicAllocation.schedulerBacklogTimeout", SECS, "1s");
 
     /// Interval between later requests while the backlog persists; defaults to
-    /// `schedulerBacklogTimeout`. Bare numbers are seconds.
+    /// `schedulerBacklogTimeout`; more than 0 when dynamic allocation is on. Bare numbers are
+    /// seconds.
     DYN_ALLOCATION_SUSTAINED_SCHEDULER_BACKLOG_TIMEOUT: TimeEntry = ConfEntry::fallback(
         "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout",
         SECS,
         &DYN_ALLOCATION_SCHEDULER_BACKLOG_TIMEOUT,
-    )
-    .check(positive_time, "must be greater than 0");
+    );
 
     /// Idle time after which an executor without cached data is removed. Bare numbers are
     /// seconds.
@@ -1120,26 +1152,6 @@ mod tests {
             ("spark.task.maxFailures", "0", "'0' (must be at least 1)"),
             ("spark.executor.cores", "0", "'0' (must be at least 1)"),
             ("spark.task.cpus", "0", "(must be at least 1)"),
-            (
-                "spark.dynamicAllocation.executorAllocationRatio",
-                "0",
-                "(must be greater than 0 and at most 1)",
-            ),
-            (
-                "spark.dynamicAllocation.executorAllocationRatio",
-                "1.5",
-                "(must be greater than 0 and at most 1)",
-            ),
-            (
-                "spark.speculation.quantile",
-                "1",
-                "(must be at least 0 and less than 1)",
-            ),
-            (
-                "spark.speculation.quantile",
-                "-0.1",
-                "(must be at least 0 and less than 1)",
-            ),
             ("spark.speculation.interval", "0", "(must be greater than 0)"),
             (
                 "spark.scheduler.revive.interval",
@@ -1147,14 +1159,9 @@ mod tests {
                 "(must be greater than 0)",
             ),
             (
-                "spark.dynamicAllocation.schedulerBacklogTimeout",
-                "0",
-                "(must be greater than 0)",
-            ),
-            (
-                "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout",
-                "0",
-                "(must be greater than 0)",
+                "spark.redaction.regex",
+                "(?<=secret)",
+                "(must be a regular expression)",
             ),
             (
                 "spark.rpc.message.maxSize",

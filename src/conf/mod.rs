@@ -23,6 +23,7 @@ mod file;
 pub mod keys;
 mod nodes;
 mod parse;
+mod redact;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ pub use parse::{
     format_duration, format_size, parse_bool, parse_humane_time, parse_list, parse_size, parse_time,
     SizeUnit, TimeUnit,
 };
+pub use redact::{is_valid_pattern, Redactor, DEFAULT_REDACTION_REGEX, REDACTION_REPLACEMENT_TEXT};
 pub use validate::{nearest_known_key, ConfWarning};
 
 /// File name of Spark's defaults in the configuration directory.
@@ -98,7 +100,12 @@ impl fmt::Display for ConfError {
                 one_line(reason)
             ),
             ConfError::Conflict { message } => {
-                write!(f, "inconsistent configuration: {}", one_line(message))
+                // Whole: the message is sparkyard's (or Spark's), its values already short.
+                write!(
+                    f,
+                    "inconsistent configuration: {}",
+                    parse::one_line_uncut(message)
+                )
             }
             ConfError::Read { path, message } => write!(
                 f,

@@ -330,10 +330,18 @@ pub fn format_size(bytes: u64) -> String {
 /// Escapes control characters so a user-supplied string can sit inside a one-line message;
 /// very long strings are cut to keep messages readable.
 pub(crate) fn one_line(s: &str) -> String {
-    const LIMIT: usize = 200;
+    escape_controls(s, Some(200))
+}
+
+/// [`one_line`] without the cut, for sparkyard's own messages (Spark's texts, whole).
+pub(crate) fn one_line_uncut(s: &str) -> String {
+    escape_controls(s, None)
+}
+
+fn escape_controls(s: &str, limit: Option<usize>) -> String {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i == LIMIT {
+        if Some(i) == limit {
             out.push_str("...");
             break;
         }

@@ -99,6 +99,9 @@ pub(crate) fn validate(conf: &SparkConf) -> Result<Vec<ConfWarning>, ConfError> 
     let mut warnings = Vec::new();
     for (key, value) in conf.iter() {
         match find_key(key) {
+            // Spark reads these counts as Int: a negative one is its ExecutorAllocationManager's
+            // to refuse (with dynamic allocation on; unused otherwise), see check_relations.
+            Some(_) if DA_COUNTS.contains(&key) && negative_int(value) => {}
             Some(info) => {
                 info.check_value(key, value)?;
                 if info.prefix.is_none() && info.key != key {
@@ -123,6 +126,117 @@ pub(crate) fn validate(conf: &SparkConf) -> Result<Vec<ConfWarning>, ConfError> 
 
 fn conflict(message: String) -> ConfError {
     ConfError::Conflict { message }
+}
+
+/// The executor counts of dynamic allocation, which Spark reads as signed integers.
+const DA_COUNTS: [&str; 3] = [
+    "spark.dynamicAllocation.minExecutors",
+    "spark.dynamicAllocation.initialExecutors",
+    "spark.dynamicAllocation.maxExecutors",
+];
+
+fn negative_int(value: &str) -> bool {
+    value.trim().parse::<i64>().is_ok_and(|v| v < 0)
+}
+
+/// A dynamic-allocation count as Spark's `intConf` reads it (negative values included);
+/// anything else that does not parse is the key's own error.
+fn da_count(conf: &SparkConf, entry: &keys::U32Entry, default: i64) -> Result<i64, ConfError> {
+    match conf.get_str(entry.name()) {
+        Some(raw) if negative_int(raw) => Ok(raw.trim().parse::<i64>().unwrap_or(default)),
+        Some(_) => conf.get(entry).map(i64::from),
+        None => Ok(default),
+    }
+}
+
+/// A boolean setting sparkyard does not model yet, read as Spark reads it (`true`/`false`
+/// in any case), for the conditions of the rules below.
+fn raw_bool(conf: &SparkConf, key: &str, default: bool) -> bool {
+    conf.get_str(key)
+        .and_then(|v| super::parse::parse_bool(v).ok())
+        .unwrap_or(default)
+}
+
+/// Dynamic allocation's start-up checks, in the order Spark meets them on YARN: the
+/// scheduler backend's `SchedulerBackendUtils.getInitialTargetExecutorNumber` (the initial
+/// number, `Utils.getDynamicAllocationInitialExecutors`, within [min, max]), then the
+/// ExecutorAllocationManager's `validateSettings`. The texts are Spark's.
+fn check_dynamic_allocation(conf: &SparkConf) -> Result<(), ConfError> {
+    let min = da_count(conf, &keys::DYN_ALLOCATION_MIN_EXECUTORS, 0)?;
+    let max = da_count(conf, &keys::DYN_ALLOCATION_MAX_EXECUTORS, i64::from(i32::MAX))?;
+    let initial = da_count(conf, &keys::DYN_ALLOCATION_INITIAL_EXECUTORS, min)?;
+    let instances = conf.get(&keys::EXECUTOR_INSTANCES)?.map_or(0, i64::from);
+    let effective = min.max(initial).max(instances);
+    if effective < min || effective > max {
+        return Err(conflict(format!(
+            "requirement failed: initial executor number {effective} must between min executor number {min} and max executor number {max}"
+        )));
+    }
+    if min < 0 || max < 0 {
+        return Err(conflict(format!(
+            "{} and {} must be positive!",
+            keys::DYN_ALLOCATION_MIN_EXECUTORS.name(),
+            keys::DYN_ALLOCATION_MAX_EXECUTORS.name()
+        )));
+    }
+    if max == 0 {
+        return Err(conflict(format!(
+            "{} cannot be 0!",
+            keys::DYN_ALLOCATION_MAX_EXECUTORS.name()
+        )));
+    }
+    if min > max {
+        return Err(conflict(format!(
+            "{} ({min}) must be less than or equal to {} ({max})!",
+            keys::DYN_ALLOCATION_MIN_EXECUTORS.name(),
+            keys::DYN_ALLOCATION_MAX_EXECUTORS.name()
+        )));
+    }
+    if conf
+        .get(&keys::DYN_ALLOCATION_SCHEDULER_BACKLOG_TIMEOUT)?
+        .as_secs()
+        == 0
+    {
+        return Err(conflict(format!(
+            "{} must be > 0!",
+            keys::DYN_ALLOCATION_SCHEDULER_BACKLOG_TIMEOUT.name()
+        )));
+    }
+    if conf
+        .get(&keys::DYN_ALLOCATION_SUSTAINED_SCHEDULER_BACKLOG_TIMEOUT)?
+        .as_secs()
+        == 0
+    {
+        // The doubled "s" is in Spark's message (`s"s${...key} must be > 0!"`).
+        return Err(conflict(format!(
+            "s{} must be > 0!",
+            keys::DYN_ALLOCATION_SUSTAINED_SCHEDULER_BACKLOG_TIMEOUT.name()
+        )));
+    }
+    // Removing an executor loses its map output unless something keeps it: the external
+    // shuffle service, shuffle tracking (which keeps such executors), or decommissioning
+    // that migrates shuffle blocks. `spark.dynamicAllocation.testing` skips the check.
+    let shuffle_decommission = raw_bool(conf, "spark.decommission.enabled", false)
+        && raw_bool(conf, "spark.storage.decommission.shuffleBlocks.enabled", true);
+    if !conf.get(&keys::SHUFFLE_SERVICE_ENABLED)?
+        && !conf.get(&keys::DYN_ALLOCATION_SHUFFLE_TRACKING_ENABLED)?
+        && !shuffle_decommission
+        && !conf.get(&keys::DYN_ALLOCATION_TESTING)?
+    {
+        return Err(conflict(format!(
+            "Dynamic allocation of executors requires one of the following conditions: 1) enabling external shuffle service through {}. 2) enabling shuffle tracking through {}. 3) enabling shuffle blocks decommission through spark.decommission.enabled and spark.storage.decommission.shuffleBlocks.enabled. 4) (Experimental) configuring spark.shuffle.sort.io.plugin.class to use a custom ShuffleDataIO who's ShuffleDriverComponents supports reliable storage.",
+            keys::SHUFFLE_SERVICE_ENABLED.name(),
+            keys::DYN_ALLOCATION_SHUFFLE_TRACKING_ENABLED.name()
+        )));
+    }
+    let ratio = conf.get(&keys::DYN_ALLOCATION_EXECUTOR_ALLOCATION_RATIO)?;
+    if ratio > 1.0 || ratio <= 0.0 {
+        return Err(conflict(format!(
+            "{} must be > 0 and <= 1.0",
+            keys::DYN_ALLOCATION_EXECUTOR_ALLOCATION_RATIO.name()
+        )));
+    }
+    Ok(())
 }
 
 /// Rules spanning several keys. Every key involved has already been checked on its own.
@@ -168,35 +282,20 @@ fn check_relations(conf: &SparkConf) -> Result<(), ConfError> {
         )));
     }
 
-    // ExecutorAllocationManager's checks, made only when dynamic allocation is on.
+    // The scheduler backend's and the ExecutorAllocationManager's checks, made only when
+    // dynamic allocation is on.
     if conf.get(&keys::DYN_ALLOCATION_ENABLED)? {
-        let min = conf.get(&keys::DYN_ALLOCATION_MIN_EXECUTORS)?;
-        let max = conf.get(&keys::DYN_ALLOCATION_MAX_EXECUTORS)?;
-        if max == 0 {
-            return Err(conflict(format!(
-                "{} cannot be 0 when {} is true",
-                keys::DYN_ALLOCATION_MAX_EXECUTORS.name(),
-                keys::DYN_ALLOCATION_ENABLED.name()
-            )));
-        }
-        if min > max {
-            return Err(conflict(format!(
-                "{} ({min}) must be at most {} ({max})",
-                keys::DYN_ALLOCATION_MIN_EXECUTORS.name(),
-                keys::DYN_ALLOCATION_MAX_EXECUTORS.name()
-            )));
-        }
-        // Removing an executor loses its map output unless something keeps it: the
-        // external shuffle service, or shuffle tracking (which keeps such executors).
-        if !conf.get(&keys::SHUFFLE_SERVICE_ENABLED)?
-            && !conf.get(&keys::DYN_ALLOCATION_SHUFFLE_TRACKING_ENABLED)?
-        {
-            return Err(conflict(format!(
-                "Dynamic allocation of executors requires the external shuffle service. You may enable this through {} (or keep {} on).",
-                keys::SHUFFLE_SERVICE_ENABLED.name(),
-                keys::DYN_ALLOCATION_SHUFFLE_TRACKING_ENABLED.name()
-            )));
-        }
+        check_dynamic_allocation(conf)?;
+    }
+
+    // Utils.checkOffHeapEnabled, which the YARN Client meets sizing executors: off-heap
+    // memory that is on must be at least 1 MiB (the size counts in whole MiB).
+    if conf.get(&keys::MEMORY_OFFHEAP_ENABLED)? && conf.get(&keys::MEMORY_OFFHEAP_SIZE)? < 1 << 20 {
+        return Err(conflict(format!(
+            "requirement failed: {} must be > 0 when {} == true",
+            keys::MEMORY_OFFHEAP_SIZE.name(),
+            keys::MEMORY_OFFHEAP_ENABLED.name()
+        )));
     }
 
     // The ResourceManager refuses to start when a minimum allocation exceeds the maximum.
@@ -361,35 +460,11 @@ mod tests {
             e.to_string(),
             "inconsistent configuration: spark.executor.cores (1) must be at least spark.task.cpus (2)"
         );
-        let da = [("spark.dynamicAllocation.enabled", "true")];
-        let mut c = conf(&da);
-        c.set("spark.dynamicAllocation.maxExecutors", "0");
-        assert!(c.validate().unwrap_err().to_string().contains("cannot be 0"));
-        let mut c = conf(&da);
-        c.set("spark.dynamicAllocation.minExecutors", "5")
-            .set("spark.dynamicAllocation.maxExecutors", "3");
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("spark.dynamicAllocation.minExecutors (5) must be at most spark.dynamicAllocation.maxExecutors (3)"));
-        let mut c = conf(&da);
-        c.set("spark.dynamicAllocation.shuffleTracking.enabled", "false");
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("Dynamic allocation of executors requires the external shuffle service"));
-        c.set("spark.shuffle.service.enabled", "true");
-        assert_eq!(c.validate(), Ok(vec![]));
         let c = conf(&[("spark.network.timeoutInterval", "3m")]);
         assert_eq!(
             c.validate().unwrap_err().to_string(),
             "inconsistent configuration: spark.network.timeoutInterval (3m) should be less than or equal to spark.storage.blockManagerHeartbeatTimeoutMs (2m)"
         );
-        // Without dynamic allocation Spark does not look at these.
-        let c = conf(&[("spark.dynamicAllocation.maxExecutors", "0")]);
-        assert_eq!(c.validate(), Ok(vec![]));
         let c = conf(&[("yarn.scheduler.minimum-allocation-mb", "9000")]);
         assert!(c.validate().unwrap_err().to_string().contains("yarn.scheduler.minimum-allocation-mb (9000) must be at most yarn.scheduler.maximum-allocation-mb (8192)"));
         let c = conf(&[("yarn.scheduler.minimum-allocation-vcores", "5")]);
@@ -399,5 +474,219 @@ mod tests {
             c.validate().unwrap_err().to_string(),
             "inconsistent configuration: spark.sparkyard.supervisor.backoff (2s) must be at most spark.sparkyard.supervisor.maxBackoff (1s)"
         );
+    }
+
+    /// The error of dynamic allocation on with `extra` set.
+    fn da_error(extra: &[(&str, &str)]) -> String {
+        let mut c = conf(&[("spark.dynamicAllocation.enabled", "true")]);
+        for (k, v) in extra {
+            c.set(*k, *v);
+        }
+        match c.validate() {
+            Err(e) => e.to_string(),
+            Ok(w) => panic!("{extra:?} was accepted (warnings {w:?})"),
+        }
+    }
+
+    #[test]
+    fn dynamic_allocation_start_up_checks_give_sparks_messages_in_sparks_order() {
+        let prefix = "inconsistent configuration: ";
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            // SchedulerBackendUtils.getInitialTargetExecutorNumber, before anything else.
+            (
+                &[
+                    ("spark.dynamicAllocation.initialExecutors", "5"),
+                    ("spark.dynamicAllocation.maxExecutors", "3"),
+                ],
+                "requirement failed: initial executor number 5 must between min executor number 0 and max executor number 3",
+            ),
+            // spark.executor.instances counts towards the initial number too.
+            (
+                &[
+                    ("spark.executor.instances", "4"),
+                    ("spark.dynamicAllocation.minExecutors", "1"),
+                    ("spark.dynamicAllocation.maxExecutors", "2"),
+                ],
+                "requirement failed: initial executor number 4 must between min executor number 1 and max executor number 2",
+            ),
+            // min > max raises the initial number above max first.
+            (
+                &[
+                    ("spark.dynamicAllocation.minExecutors", "5"),
+                    ("spark.dynamicAllocation.maxExecutors", "3"),
+                ],
+                "requirement failed: initial executor number 5 must between min executor number 5 and max executor number 3",
+            ),
+            // ExecutorAllocationManager.validateSettings.
+            (
+                &[("spark.dynamicAllocation.minExecutors", "-1")],
+                "spark.dynamicAllocation.minExecutors and spark.dynamicAllocation.maxExecutors must be positive!",
+            ),
+            (
+                &[("spark.dynamicAllocation.maxExecutors", "0")],
+                "spark.dynamicAllocation.maxExecutors cannot be 0!",
+            ),
+            (
+                &[
+                    ("spark.dynamicAllocation.minExecutors", "5"),
+                    ("spark.dynamicAllocation.initialExecutors", "-3"),
+                    ("spark.dynamicAllocation.maxExecutors", "-4"),
+                ],
+                "requirement failed: initial executor number 5 must between min executor number 5 and max executor number -4",
+            ),
+            (
+                &[("spark.dynamicAllocation.schedulerBacklogTimeout", "0")],
+                "spark.dynamicAllocation.schedulerBacklogTimeout must be > 0!",
+            ),
+            (
+                &[("spark.dynamicAllocation.sustainedSchedulerBacklogTimeout", "0s")],
+                "sspark.dynamicAllocation.sustainedSchedulerBacklogTimeout must be > 0!",
+            ),
+            (
+                &[("spark.dynamicAllocation.shuffleTracking.enabled", "false")],
+                "Dynamic allocation of executors requires one of the following conditions: 1) enabling external shuffle service through spark.shuffle.service.enabled. 2) enabling shuffle tracking through spark.dynamicAllocation.shuffleTracking.enabled. 3) enabling shuffle blocks decommission through spark.decommission.enabled and spark.storage.decommission.shuffleBlocks.enabled. 4) (Experimental) configuring spark.shuffle.sort.io.plugin.class to use a custom ShuffleDataIO who's ShuffleDriverComponents supports reliable storage.",
+            ),
+            (
+                &[("spark.dynamicAllocation.executorAllocationRatio", "0")],
+                "spark.dynamicAllocation.executorAllocationRatio must be > 0 and <= 1.0",
+            ),
+            (
+                &[("spark.dynamicAllocation.executorAllocationRatio", "1.5")],
+                "spark.dynamicAllocation.executorAllocationRatio must be > 0 and <= 1.0",
+            ),
+        ];
+        for (extra, message) in cases {
+            assert_eq!(da_error(extra), format!("{prefix}{message}"), "{extra:?}");
+        }
+        // A count that is not a number is the key's own error.
+        assert!(da_error(&[("spark.dynamicAllocation.minExecutors", "two")])
+            .starts_with("invalid value for spark.dynamicAllocation.minExecutors: 'two'"));
+    }
+
+    #[test]
+    fn dynamic_allocation_settings_spark_accepts() {
+        let da = |extra: &[(&str, &str)]| {
+            let mut c = conf(&[("spark.dynamicAllocation.enabled", "true")]);
+            for (k, v) in extra {
+                c.set(*k, *v);
+            }
+            c.validate()
+        };
+        // initialExecutors below minExecutors is ignored (Spark warns), not refused.
+        assert_eq!(
+            da(&[
+                ("spark.dynamicAllocation.minExecutors", "3"),
+                ("spark.dynamicAllocation.initialExecutors", "1"),
+                ("spark.dynamicAllocation.maxExecutors", "3"),
+            ]),
+            Ok(vec![])
+        );
+        assert_eq!(
+            da(&[
+                ("spark.dynamicAllocation.initialExecutors", "4"),
+                ("spark.dynamicAllocation.maxExecutors", "4"),
+                ("spark.dynamicAllocation.executorAllocationRatio", "1.0"),
+            ]),
+            Ok(vec![])
+        );
+        // Keeping shuffle output some other way satisfies the shuffle rule.
+        for keep in [
+            [
+                ("spark.shuffle.service.enabled", "true"),
+                ("spark.dynamicAllocation.testing", "false"),
+            ],
+            [
+                ("spark.decommission.enabled", "true"),
+                ("spark.dynamicAllocation.testing", "false"),
+            ],
+            [
+                ("spark.shuffle.service.enabled", "false"),
+                ("spark.dynamicAllocation.testing", "true"),
+            ],
+        ] {
+            let mut extra = vec![("spark.dynamicAllocation.shuffleTracking.enabled", "false")];
+            extra.extend(keep);
+            let res = da(&extra);
+            assert!(
+                res.as_ref()
+                    .is_ok_and(|w| w.iter().all(|w| matches!(w, ConfWarning::UnknownKey { .. }))),
+                "{extra:?}: {res:?}"
+            );
+        }
+        // Without dynamic allocation Spark looks at none of these.
+        for (k, v) in [
+            ("spark.dynamicAllocation.maxExecutors", "0"),
+            ("spark.dynamicAllocation.minExecutors", "-1"),
+            ("spark.dynamicAllocation.executorAllocationRatio", "0"),
+            ("spark.dynamicAllocation.schedulerBacklogTimeout", "0"),
+            ("spark.dynamicAllocation.initialExecutors", "99"),
+        ] {
+            assert_eq!(
+                conf(&[("spark.dynamicAllocation.maxExecutors", "3"), (k, v)]).validate(),
+                Ok(vec![]),
+                "{k}={v}"
+            );
+        }
+    }
+
+    #[test]
+    fn speculation_quantile_takes_any_number_as_spark_does() {
+        for q in ["1", "1.0", "0", "1.5", "-0.5", "0.75"] {
+            assert_eq!(
+                conf(&[("spark.speculation.quantile", q)]).validate(),
+                Ok(vec![]),
+                "{q}"
+            );
+        }
+        assert!(conf(&[("spark.speculation.quantile", "most")])
+            .validate()
+            .is_err());
+    }
+
+    #[test]
+    fn memory_keys_are_known_and_off_heap_must_have_a_size() {
+        let c = conf(&[
+            ("spark.memory.offHeap.enabled", "true"),
+            ("spark.memory.offHeap.size", "512m"),
+            ("spark.executor.pyspark.memory", "256m"),
+            ("spark.yarn.isPython", "true"),
+            ("spark.executor.memoryOverhead", "500m"),
+            ("spark.executor.memoryOverheadFactor", "0.2"),
+            ("spark.executor.minMemoryOverhead", "500m"),
+            ("spark.yarn.am.memory", "1g"),
+            ("spark.yarn.am.memoryOverhead", "400m"),
+            ("spark.driver.memoryOverhead", "1g"),
+            ("spark.driver.memoryOverheadFactor", "0.3"),
+            ("spark.driver.minMemoryOverhead", "500m"),
+            ("spark.redaction.regex", "(?i)secret"),
+        ]);
+        assert_eq!(c.validate(), Ok(vec![]));
+        let prefix = "inconsistent configuration: requirement failed: spark.memory.offHeap.size must be > 0 when spark.memory.offHeap.enabled == true";
+        let e = conf(&[("spark.memory.offHeap.enabled", "true")])
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.to_string(), prefix);
+        // The size counts in whole MiB, as Spark's memoryStringToMb.
+        let e = conf(&[
+            ("spark.memory.offHeap.enabled", "true"),
+            ("spark.memory.offHeap.size", "1000k"),
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.to_string(), prefix);
+        // Spark's older name still works, with a deprecation warning.
+        assert_eq!(
+            conf(&[
+                ("spark.unsafe.offHeap", "true"),
+                ("spark.memory.offHeap.size", "1m")
+            ])
+            .validate(),
+            Ok(vec![ConfWarning::DeprecatedKey {
+                key: "spark.unsafe.offHeap".into(),
+                replacement: "spark.memory.offHeap.enabled",
+            }])
+        );
+        // Off by default: a size alone adds nothing and needs nothing.
+        assert_eq!(conf(&[("spark.memory.offHeap.size", "0")]).validate(), Ok(vec![]));
     }
 }

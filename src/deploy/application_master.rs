@@ -352,8 +352,9 @@ impl ApplicationMaster {
         );
         let (c1, c2) = (conf.clone(), conf.clone());
         let ap0 = ap.clone();
+        let c0 = conf.clone();
         let launcher = ChildSpec::worker(LAUNCHER, move |_, me| {
-            ContainerLauncher::new(me, launcher_threads, timeout, ap0.clone())
+            ContainerLauncher::new(me, launcher_threads, timeout, ap0.clone()).with_redaction_of(&c0)
         })
         .restart(Restart::Permanent);
         let (rm1, lp1, yse1) = (rm_path.clone(), lp.clone(), yse.clone());

@@ -383,8 +383,8 @@ pub async fn prepare_submission(
     let exec = executor_memory(conf);
     if exec.total_mb() > max_mem {
         return Err(format!(
-            "Required executor memory ({} MB), offHeap memory (0) MB, overhead ({} MB), and PySpark memory (0 MB) is above the max threshold ({max_mem} MB) of this cluster! Please check the values of 'yarn.scheduler.maximum-allocation-mb' and/or 'yarn.nodemanager.resource.memory-mb'.",
-            exec.memory_mb, exec.overhead_mb
+            "Required executor memory ({} MB), offHeap memory ({}) MB, overhead ({} MB), and PySpark memory ({} MB) is above the max threshold ({max_mem} MB) of this cluster! Please check the values of 'yarn.scheduler.maximum-allocation-mb' and/or 'yarn.nodemanager.resource.memory-mb'.",
+            exec.memory_mb, exec.off_heap_mb, exec.overhead_mb, exec.pyspark_mb
         ));
     }
     let (am, am_cores) = am_container(conf, args.client_mode_driver.is_none());
@@ -401,6 +401,9 @@ pub async fn prepare_submission(
         am.overhead_mb
     );
     tracing::info!(app_id = %app_id, "Setting up container launch context for our AM");
+    let environment = am_launch_env(conf, app_id);
+    tracing::info!(app_id = %app_id, "Preparing resources for our AM container");
+    check_local_resources(conf, &args.primary_resource, app_id)?;
     let (role, am_args) = match &args.client_mode_driver {
         None => (
             ROLE_APPLICATION_MASTER,
@@ -429,7 +432,7 @@ pub async fn prepare_submission(
     };
     spec.local_resources
         .insert(SPARK_CONF_FILE.into(), am_conf.to_properties_string());
-    spec.environment.insert("SPARK_USER".into(), current_user());
+    spec.environment = environment;
     let name = conf.get_str("spark.app.name").unwrap_or("Spark").to_string();
     let queue = conf.get(&conf::QUEUE_NAME).unwrap_or_else(|_| "default".into());
     let context = ApplicationSubmissionContext {
@@ -450,6 +453,103 @@ pub async fn prepare_submission(
         am_container_spec: spec,
     };
     Ok(context)
+}
+
+/// Client.setupLaunchEnv: the AM container's environment, `SPARK_USER` and then every
+/// `spark.yarn.appMasterEnv.<NAME>` (YarnSparkHadoopUtil.addPathToEnvironment: a variable
+/// already set gets the value appended after the path separator, `:` on Linux, as the
+/// NodeManager expands YARN's `<CPS>`). Logged at DEBUG, redacted.
+pub fn am_launch_env(conf: &SparkConf, app_id: ApplicationId) -> std::collections::BTreeMap<String, String> {
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("SPARK_USER".to_string(), current_user());
+    for (key, value) in conf.iter() {
+        if let Some(name) = key.strip_prefix(conf::AM_ENV.prefix()) {
+            env.entry(name.to_string())
+                .and_modify(|v: &mut String| {
+                    v.push(':');
+                    v.push_str(value);
+                })
+                .or_insert_with(|| value.to_string());
+        }
+    }
+    tracing::info!(app_id = %app_id, "Setting up the launch environment for our AM container");
+    let redactor = conf::Redactor::from_conf(conf);
+    for (k, v) in &env {
+        tracing::debug!(app_id = %app_id, "    {k} -> {}", redactor.value(k, v));
+    }
+    env
+}
+
+/// The local path a resource names, as Spark's `Utils.resolveURI` and Hadoop's local file
+/// system see it: `None` for `local:` URIs (never copied: already on every node) and for
+/// other schemes; a `#name` fragment (the link name) is not part of the path.
+pub(crate) fn local_file(resource: &str) -> Option<std::path::PathBuf> {
+    let without_fragment = resource.trim().split('#').next().unwrap_or_default();
+    if without_fragment.is_empty() {
+        return None;
+    }
+    let path = match without_fragment.split_once(':') {
+        // A scheme is letters, digits, `+`, `-`, `.` after a letter; a Windows drive or a
+        // colon later in a path is not one.
+        Some((scheme, rest))
+            if scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            if scheme != "file" {
+                return None;
+            }
+            // file:/x, file:///x, file://localhost/x
+            let rest = rest.strip_prefix("//localhost").unwrap_or(rest);
+            let rest = match rest.strip_prefix("//") {
+                Some(r) if r.starts_with('/') => r,
+                _ => rest,
+            };
+            std::path::PathBuf::from(rest)
+        }
+        _ => std::path::PathBuf::from(without_fragment),
+    };
+    Some(if path.is_absolute() {
+        path
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    })
+}
+
+/// Client.prepareLocalResources, as far as sparkyard distributes: every entry of
+/// `spark.yarn.dist.jars`, `spark.yarn.dist.files` and `spark.yarn.dist.archives` that is a
+/// local file must exist, as Spark's copy to the staging directory fails the submission with
+/// Hadoop's `java.io.FileNotFoundException: File file:<path> does not exist`. The primary
+/// resource is not checked: it names an application sparkyard has built in, not a jar.
+pub fn check_local_resources(
+    conf: &SparkConf,
+    primary_resource: &str,
+    app_id: ApplicationId,
+) -> Result<(), String> {
+    for entry in [
+        &conf::JARS_TO_DISTRIBUTE,
+        &conf::FILES_TO_DISTRIBUTE,
+        &conf::ARCHIVES_TO_DISTRIBUTE,
+    ] {
+        for resource in conf.get(entry).unwrap_or_default() {
+            if resource.trim() == primary_resource.trim() {
+                continue;
+            }
+            if let Some(path) = local_file(&resource) {
+                if !path.exists() {
+                    let message = format!(
+                        "java.io.FileNotFoundException: File file:{} does not exist",
+                        path.display()
+                    );
+                    tracing::error!(app_id = %app_id, key = entry.name(), resource = resource.as_str(), "{message}");
+                    return Err(message);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// monitorApplication: follows `app_id` until it ends (or once, for fire-and-forget).

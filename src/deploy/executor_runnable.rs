@@ -23,7 +23,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 
 use super::yarn_allocator::{LaunchResult, RedriveLaunches, YarnAllocator};
 use crate::cli::roles::{build_command, ROLE_EXECUTOR};
-use crate::conf::SparkConf;
+use crate::conf::{Redactor, SparkConf};
 use crate::executor::args::{executor_command, ExecutorArgs};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::{ActorPath, Me};
@@ -125,6 +125,8 @@ pub struct ContainerLauncher {
     queue: VecDeque<LaunchExecutor>,
     timeout: Duration,
     allocator: ActorPath,
+    /// What the launch records hide (`spark.redaction.regex`).
+    redactor: Redactor,
 }
 
 impl ContainerLauncher {
@@ -136,7 +138,15 @@ impl ContainerLauncher {
             queue: VecDeque::new(),
             timeout,
             allocator,
+            redactor: Redactor::default(),
         }
+    }
+
+    /// The launcher of an application whose configuration is `conf`: its launch records are
+    /// redacted with the application's `spark.redaction.regex`.
+    pub fn with_redaction_of(mut self, conf: &SparkConf) -> Self {
+        self.redactor = Redactor::from_conf(conf);
+        self
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
@@ -145,11 +155,13 @@ impl ContainerLauncher {
             self.in_flight += 1;
             let r = &job.runnable;
             let launch = r.launch_context();
+            // ExecutorRunnable's launch context is logged with Utils.redactCommandLineArgs.
+            let shown = self.redactor.redact_command_line_args(&launch.command).join(" ");
             tracing::info!(
                 executor_id = r.executor_id.as_str(),
                 container = %r.container.id,
                 host = r.container.node.as_str(),
-                command = launch.command.join(" ").as_str(),
+                command = shown.as_str(),
                 "Launching container {} on host {} for executor with ID {} for ResourceProfile Id {}",
                 r.container.id,
                 r.container.node,

@@ -229,6 +229,21 @@ impl SparkSubmit {
             "Submitting {class} in {} mode",
             args.effective_deploy_mode()
         );
+        // runMain's addJarToClasspath: a local jar that is not there is skipped with a
+        // warning (the Client then fails to distribute it). The primary resource names a
+        // built-in application, not a jar.
+        for jar in args.jars.iter().flat_map(|j| j.split(',')) {
+            if jar.trim().is_empty() || Some(jar.trim()) == args.primary_resource.as_deref() {
+                continue;
+            }
+            if let Some(path) = super::client::local_file(jar).filter(|p| !p.exists()) {
+                tracing::warn!(
+                    jar = jar.trim(),
+                    "Local jar {} does not exist, skipping.",
+                    path.display()
+                );
+            }
+        }
         if cluster_mode {
             let client = Kept::<ClientState>::default();
             self.state.lock().client = Some(client.clone());
@@ -331,8 +346,15 @@ impl SparkSubmit {
         match outcome.verdict {
             Ok(()) => self.done(ctx, 0),
             Err(e) => {
-                tracing::error!("Exception in thread \"main\" org.apache.spark.SparkException: {e}");
-                eprintln!("Exception in thread \"main\" org.apache.spark.SparkException: {e}");
+                // A Java exception the Client met is printed as itself (the missing file's
+                // FileNotFoundException), everything else is Spark's SparkException.
+                let shown = if e.starts_with("java.") {
+                    e
+                } else {
+                    format!("org.apache.spark.SparkException: {e}")
+                };
+                tracing::error!("Exception in thread \"main\" {shown}");
+                eprintln!("Exception in thread \"main\" {shown}");
                 self.done(ctx, 1)
             }
         }

@@ -393,6 +393,18 @@ fn file_name(resource: &str) -> &str {
     trimmed.rsplit('/').next().unwrap_or(trimmed)
 }
 
+/// SparkSubmit.isUserJar: the primary resource is a jar, not a shell, a Python or R file, or
+/// the internal no-resource marker.
+fn is_user_jar(resource: &str) -> bool {
+    let shell = matches!(resource, "spark-shell" | "pyspark-shell" | "sparkr-shell");
+    let python = resource.ends_with(".py");
+    let r = resource.ends_with(".R") || resource.ends_with(".r");
+    !shell && !python && !r && resource != NO_RESOURCE
+}
+
+/// SparkLauncher.NO_RESOURCE: the primary resource of applications that have none.
+pub const NO_RESOURCE: &str = "spark-internal";
+
 /// Whether a memory string is a positive byte count as Spark's `JavaUtils.byteStringAsBytes`
 /// reads it (no unit means bytes); anything unparsable counts as not positive, as in Spark.
 fn is_positive_size(s: &str) -> bool {
@@ -805,6 +817,33 @@ impl SparkSubmitArguments {
         Ok(())
     }
 
+    /// prepareSubmitEnvironment's main-class rule for a submission without `--class` whose
+    /// primary resource is not a Python or R file: Spark reads the class from the jar's
+    /// manifest and fails with "No main class set in JAR; please specify one with --class."
+    /// when there is none. sparkyard reads no jar, so that is its answer too, with one
+    /// exception: a primary resource that is itself the class name of a built-in application
+    /// (`is_builtin`), as in `sparkyard submit org.apache.spark.examples.SparkPi 10`, is taken
+    /// as the main class (spark-submit would look for a jar of that name). Returns whether it
+    /// was.
+    pub fn resolve_main_class(&mut self, is_builtin: impl Fn(&str) -> bool) -> Result<bool, SubmitArgsError> {
+        if self.action != SparkSubmitAction::Submit
+            || self.main_class.is_some()
+            || self.is_python
+            || self.is_r
+        {
+            return Ok(false);
+        }
+        match self.primary_resource.as_deref() {
+            Some(resource) if is_builtin(resource) => {
+                self.main_class = Some(resource.to_string());
+                Ok(true)
+            }
+            _ => Err(SubmitArgsError::invalid(
+                "No main class set in JAR; please specify one with --class.",
+            )),
+        }
+    }
+
     /// The deploy mode in effect: the given one, or `client` (Spark's default).
     pub fn effective_deploy_mode(&self) -> &str {
         self.deploy_mode.as_deref().unwrap_or("client")
@@ -871,6 +910,18 @@ impl SparkSubmitArguments {
                     None => v.clone(),
                 };
                 set_property(&mut props, key, &merged);
+            }
+        }
+        // "Add the application jar automatically so the user doesn't have to call sc.addJar":
+        // outside YARN cluster mode a user jar ends `spark.jars`, and on YARN's client mode
+        // also `spark.yarn.dist.jars` (SparkSubmitSuite "handles YARN client mode"). In
+        // cluster mode the Client ships it as the AM's `app.jar` instead.
+        if let Some(primary) = self.primary_resource.as_deref() {
+            if !cluster && !self.is_python && !self.is_r && is_user_jar(primary) {
+                for key in ["spark.jars", "spark.yarn.dist.jars"] {
+                    let merged = merge_file_lists(&[get_property(&props, key).unwrap_or(""), primary]);
+                    set_property(&mut props, key, &merged);
+                }
             }
         }
         let mut assign = |key: &str, value: Option<&String>| {
@@ -1728,7 +1779,12 @@ mod tests {
         ]);
         let props = a.to_spark_properties();
         assert_eq!(prop(&props, "spark.executor.memory"), Some("3g"));
-        assert_eq!(prop(&props, "spark.yarn.dist.jars"), Some("a.jar,b.jar,c.jar"));
+        // Client mode: the application's jar ends the list (and spark.jars), as Spark's.
+        assert_eq!(
+            prop(&props, "spark.yarn.dist.jars"),
+            Some("a.jar,b.jar,c.jar,x.jar")
+        );
+        assert_eq!(prop(&props, "spark.jars"), Some("x.jar"));
         assert_eq!(prop(&props, "spark.yarn.dist.files"), Some("f.txt"));
         assert_eq!(prop(&props, "spark.executor.instances"), Some("5"));
         assert_eq!(prop(&props, "spark.submit.deployMode"), Some("client"));
@@ -1767,6 +1823,83 @@ mod tests {
         let props = ok(&["x.jar"]).to_spark_properties();
         assert_eq!(prop(&props, "spark.master"), None);
         assert_eq!(prop(&props, "spark.app.name"), Some("x.jar"));
+    }
+
+    #[test]
+    fn the_primary_jar_is_distributed_in_client_mode_only() {
+        // SparkSubmitSuite "handles YARN client mode": --jars then the application's jar.
+        let props = |list: &[&str]| ok(list).to_spark_properties();
+        let client = props(&[
+            "--master",
+            "yarn",
+            "--jars",
+            "one.jar,two.jar,three.jar",
+            "thejar.jar",
+            "arg1",
+        ]);
+        assert_eq!(
+            prop(&client, "spark.yarn.dist.jars"),
+            Some("one.jar,two.jar,three.jar,thejar.jar")
+        );
+        assert_eq!(prop(&client, "spark.jars"), Some("thejar.jar"));
+        // Without --jars, spark.jars from the properties comes first.
+        let client = props(&["--conf", "spark.jars=lib.jar", "thejar.jar"]);
+        assert_eq!(prop(&client, "spark.yarn.dist.jars"), Some("lib.jar,thejar.jar"));
+        assert_eq!(prop(&client, "spark.jars"), Some("lib.jar,thejar.jar"));
+        // Cluster mode ships it as the AM's app.jar: neither list has it.
+        let cluster = props(&[
+            "--master",
+            "yarn",
+            "--deploy-mode",
+            "cluster",
+            "--jars",
+            "one.jar",
+            "thejar.jar",
+        ]);
+        assert_eq!(prop(&cluster, "spark.yarn.dist.jars"), Some("one.jar"));
+        assert_eq!(prop(&cluster, "spark.jars"), None);
+        // Python and R files, shells and the internal marker are not user jars.
+        for resource in [
+            "job.py",
+            "job.R",
+            "spark-shell",
+            "pyspark-shell",
+            "spark-internal",
+        ] {
+            let p = props(&["--jars", "one.jar", resource]);
+            assert_eq!(prop(&p, "spark.yarn.dist.jars"), Some("one.jar"), "{resource}");
+            assert_eq!(prop(&p, "spark.jars"), None, "{resource}");
+        }
+    }
+
+    #[test]
+    fn a_submission_without_a_main_class_gets_sparks_message_or_a_built_in_class() {
+        let builtin = |name: &str| name == "org.apache.spark.examples.SparkPi";
+        let mut a = ok(&["spark-examples.jar", "10"]);
+        let e = a.resolve_main_class(builtin).unwrap_err();
+        assert_eq!(
+            e.message(),
+            Some("No main class set in JAR; please specify one with --class.")
+        );
+        assert_eq!(e.exit_code(), 1);
+        // A built-in application's class name as the primary resource is its main class.
+        let mut a = ok(&["org.apache.spark.examples.SparkPi", "10"]);
+        assert_eq!(a.resolve_main_class(builtin), Ok(true));
+        assert_eq!(a.main_class.as_deref(), Some("org.apache.spark.examples.SparkPi"));
+        assert_eq!(a.child_args, vec!["10".to_string()]);
+        // --class wins; Python and R applications need none; --kill and --status neither.
+        for list in [
+            &["--class", "my.App", "org.apache.spark.examples.SparkPi"][..],
+            &["job.py"],
+            &["job.R"],
+            &["--master", "yarn", "--kill", "application_1_0001"],
+            &["--master", "yarn", "--status", "application_1_0001"],
+        ] {
+            let mut a = ok(list);
+            let before = a.main_class.clone();
+            assert_eq!(a.resolve_main_class(builtin), Ok(false), "{list:?}");
+            assert_eq!(a.main_class, before, "{list:?}");
+        }
     }
 
     #[test]

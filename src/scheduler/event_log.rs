@@ -19,9 +19,10 @@
 //!   flush after an event amounts to: the History Server sees a live application's progress at
 //!   once and never a cut-off line (a write that fails part-way is cut back to the last complete
 //!   line). The cost is one system call per event, a few thousand per second at most.
-//! - The environment's property values are redacted as EventLoggingListener does with the
-//!   default `spark.redaction.regex` (a key or value containing `secret`, `password`, `token`,
-//!   `accesskey` or `access.key`, in any case, gets the value `*********(redacted)`).
+//! - The environment's property values are redacted as EventLoggingListener does, with the
+//!   application's `spark.redaction.regex` (by default a key or value containing `secret`,
+//!   `password`, `token`, `accesskey` or `access.key`, in any case, gets the value
+//!   `*********(redacted)`; see [`crate::conf::Redactor`]).
 //! - Errors carry Spark's messages where Spark has one: `File file:/x does not exist`,
 //!   `Log directory file:/x is not a directory.`, `Target log file already exists (file:/x/app)`.
 //!   Unlike Spark, which finds an existing completed log only when it renames at the end (and
@@ -50,7 +51,7 @@ pub const SPARK_VERSION: &str = "4.3.0";
 pub const IN_PROGRESS_SUFFIX: &str = ".inprogress";
 
 /// The value a redacted property gets (Spark's `REDACTION_REPLACEMENT_TEXT`).
-pub const REDACTION_REPLACEMENT_TEXT: &str = "*********(redacted)";
+pub use crate::conf::REDACTION_REPLACEMENT_TEXT;
 
 /// What sparkyard reports as its "JVM" in the environment update.
 pub const JAVA_VERSION_TEXT: &str = "sparkyard (Rust)";
@@ -250,14 +251,17 @@ pub fn event_to_json(event: &SparkListenerEvent) -> Value {
                 "JVM Information".into(),
                 json!({"Java Version": JAVA_VERSION_TEXT, "Scala Version": SCALA_VERSION_TEXT}),
             );
+            // EventLoggingListener.redactEvent: every section but the classpath, with the
+            // application's spark.redaction.regex.
+            let redactor = crate::conf::Redactor::from_pairs(spark_properties);
             o.insert(
                 "Spark Properties".into(),
-                string_map(&redact_properties(spark_properties)),
+                string_map(&redact_with(&redactor, spark_properties)),
             );
             o.insert("Hadoop Properties".into(), json!({}));
             o.insert(
                 "System Properties".into(),
-                string_map(&redact_properties(system_properties)),
+                string_map(&redact_with(&redactor, system_properties)),
             );
             o.insert("Metrics Properties".into(), json!({}));
             o.insert("Classpath Entries".into(), json!({}));
@@ -625,29 +629,15 @@ fn stack_trace_element_json(line: &str) -> Value {
     frame(&class, method, file, line_number)
 }
 
-/// Spark's default `spark.redaction.regex` (`(?i)secret|password|token|access[.]?key`).
-fn is_sensitive(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    ["secret", "password", "token", "accesskey", "access.key"]
-        .iter()
-        .any(|word| lower.contains(word))
+/// The properties with the value of each sensitive one (its key or its value matches
+/// `spark.redaction.regex`, which the properties themselves may set) replaced by
+/// [`REDACTION_REPLACEMENT_TEXT`], as Spark's EventLoggingListener does for the environment.
+pub fn redact_properties(properties: &[(String, String)]) -> Vec<(String, String)> {
+    redact_with(&crate::conf::Redactor::from_pairs(properties), properties)
 }
 
-/// The properties with the value of each sensitive one (its key or its value matches Spark's
-/// default `spark.redaction.regex`) replaced by [`REDACTION_REPLACEMENT_TEXT`], as Spark's
-/// EventLoggingListener does for the environment. A custom `spark.redaction.regex` is not
-/// evaluated (the default pattern still applies).
-pub fn redact_properties(properties: &[(String, String)]) -> Vec<(String, String)> {
-    properties
-        .iter()
-        .map(|(k, v)| {
-            if is_sensitive(k) || is_sensitive(v) {
-                (k.clone(), REDACTION_REPLACEMENT_TEXT.to_string())
-            } else {
-                (k.clone(), v.clone())
-            }
-        })
-        .collect()
+fn redact_with(redactor: &crate::conf::Redactor, properties: &[(String, String)]) -> Vec<(String, String)> {
+    redactor.redact(properties.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1321,6 +1311,23 @@ mod tests {
         );
         assert_eq!(v["System Properties"]["os.name"], "Linux");
         assert!(!v.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn the_applications_redaction_regex_is_the_one_applied() {
+        let env = SparkListenerEvent::EnvironmentUpdate {
+            spark_properties: props(&[
+                ("spark.redaction.regex", "(?i)internal"),
+                ("spark.my.password", "shown: the default pattern is replaced"),
+                ("spark.internal.url", "hidden"),
+            ]),
+            system_properties: props(&[("java.home", "/opt/INTERNAL/jdk")]),
+        };
+        let v = event_to_json(&env);
+        let sp = &v["Spark Properties"];
+        assert_eq!(sp["spark.my.password"], "shown: the default pattern is replaced");
+        assert_eq!(sp["spark.internal.url"], REDACTION_REPLACEMENT_TEXT);
+        assert_eq!(v["System Properties"]["java.home"], REDACTION_REPLACEMENT_TEXT);
     }
 
     #[test]

@@ -2656,6 +2656,42 @@ mod tests {
     }
 
     #[test]
+    fn speculation_quantile_one_leaves_only_the_duration_threshold() {
+        // Spark accepts spark.speculation.quantile = 1: all n tasks must have succeeded
+        // before the median rule looks, so it never finds one still running; the absolute
+        // threshold still speculates task sets that fit one executor.
+        let mut h = H::new(&[("1", "h1"), ("2", "h2")]);
+        h.view.cores = Some(4);
+        let quantile_one = TsmConfig {
+            speculation: SpeculationConfig {
+                enabled: true,
+                quantile: 1.0,
+                ..SpeculationConfig::default()
+            },
+            ..TsmConfig::default()
+        };
+        let mut tsm = h.tsm(0, 0, no_pref(4), false, quantile_one.clone());
+        let tasks: Vec<TaskLaunch> = (0..4).map(|_| h.launch(&mut tsm, "1", "h1", 0)).collect();
+        for t in &tasks[..3] {
+            h.ok(&mut tsm, t.task_id, 10, 100);
+        }
+        // 3 of 4 succeeded in 100 ms; the last has run 10,000 times the median.
+        assert!(h.spec(&mut tsm, 100, 1_000_000).is_empty());
+
+        let mut with_threshold = quantile_one;
+        with_threshold.speculation.duration_threshold_ms = Some(500);
+        let mut tsm = h.tsm(1, 0, no_pref(4), false, with_threshold);
+        let tasks: Vec<TaskLaunch> = (0..4).map(|_| h.launch(&mut tsm, "1", "h1", 0)).collect();
+        for t in &tasks[..3] {
+            h.ok(&mut tsm, t.task_id, 10, 100);
+        }
+        assert!(h.spec(&mut tsm, 100, 500).is_empty());
+        let found = h.spec(&mut tsm, 100, 501);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].index, found[0].threshold_ms), (3, 500.0));
+    }
+
+    #[test]
     fn speculation_off_or_efficient_tasks_are_not_copied() {
         let mut h = H::new(&[("1", "h1")]);
         let mut off = h.tsm(0, 0, no_pref(2), false, TsmConfig::default());

@@ -567,10 +567,15 @@ impl Handler<StartContainer> for NodeManager {
         }
         let sink = Some(self.me.cluster().logs().clone());
         let output = OutputSink::container(sink, &id.attempt.app.to_string(), &id.to_string());
+        // Hadoop keeps launch commands out of the NodeManager's log; sparkyard logs them, with
+        // `-Dkey=value` values Spark's default spark.redaction.regex matches hidden.
+        let command = crate::conf::Redactor::default()
+            .redact_command_line_args(&msg.launch.command)
+            .join(" ");
         tracing::info!(
             container_id = %id,
             app_id = %id.attempt.app,
-            command = msg.launch.command.join(" ").as_str(),
+            command = command.as_str(),
             "Start request for {id} by application {}",
             id.attempt.app
         );
