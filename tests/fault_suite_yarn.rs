@@ -536,7 +536,7 @@ async fn application_master_stopped_before_its_last_attempt_is_retried() {
 }
 
 #[actix_rt::test]
-async fn application_master_stopped_on_its_last_attempt_unregisters_failed_from_its_shutdown_hook() {
+async fn application_master_killed_beyond_its_attempts_unregisters_failed_from_its_shutdown_hook() {
     // Two attempts: the first AM panics (a crash: no hook, the attempt fails with exit 50);
     // the second is stopped (SIGTERM) on the last attempt, so its shutdown hook unregisters
     // FAILED with Spark's diagnostics: the application is FINISHED, not failed by YARN.
