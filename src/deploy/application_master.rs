@@ -161,9 +161,11 @@ pub struct ApplicationMaster {
     unregistered: bool,
     finished: bool,
     shutting_down: bool,
-    /// A stop was asked for from outside and the shutdown hook is running: the AM ends with
-    /// the stop's reason once the hook's work is done.
+    /// A stop was asked for from outside: the AM ends once the shutdown hook's work is done.
     stopped_from_outside: bool,
+    /// The shutdown hook reported the final status (the stop came before any finish): the AM
+    /// then ends with the stop's own reason, as a process ending on SIGTERM.
+    finished_by_hook: bool,
     /// The incarnation is ending on its own decision (`exit` or a stop after the hook).
     exiting: bool,
     final_status: FinalApplicationStatus,
@@ -200,6 +202,7 @@ impl ApplicationMaster {
             finished: false,
             shutting_down: false,
             stopped_from_outside: false,
+            finished_by_hook: false,
             exiting: false,
             // getDefaultFinalStatus: what the shutdown hook reports if nothing else was.
             final_status: default_final_status,
@@ -543,9 +546,9 @@ impl ApplicationMaster {
                 Err(e) => tracing::error!("Failed to unregister the ApplicationMaster: {e}"),
             }
             act.exiting = true;
-            if act.stopped_from_outside {
-                // The hook ran; the incarnation ends as the stop says (a process ending on
-                // SIGTERM exits 143 whatever its hooks decided).
+            if act.finished_by_hook {
+                // The incarnation ends as the stop says (a process ending on SIGTERM exits
+                // 143 whatever its hooks decided).
                 ctx.stop();
                 return;
             }
@@ -619,10 +622,12 @@ impl Actor for ApplicationMaster {
             "Shutdown hook called"
         );
         if !self.finished {
+            self.finished_by_hook = true;
             let status = self.final_status;
             self.finish(ctx, status, EXIT_EARLY, SHUTDOWN_HOOK_MESSAGE.into());
         }
-        // finish() runs the hook's work (driver stop, unregistration), then stops the actor.
+        // finish() runs the hook's work (driver stop, unregistration) and then ends the
+        // actor; one already finished ends with its own exit code when that work is done.
         Running::Continue
     }
 
