@@ -1,13 +1,13 @@
 //! YarnSchedulerEndpoint (YarnSchedulerBackend.YarnSchedulerEndpoint, Spark's
 //! `YarnScheduler`): the driver's side of the conversation with the ApplicationMaster.
 //!
-//! The AM's endpoint registers here (RegisterClusterManager): a new AM resets the driver's
-//! side (YarnSchedulerBackend.reset: the backend forgets its requested totals and removes
-//! every executor it still knows as stale; the ExecutorAllocationManager, with dynamic
-//! allocation, goes back to its initial target and forgets its executors). The same AM's
-//! endpoint registering again after its own restart (same path) resets nothing. The driver's executor
-//! requests and kills go through here to the AM (answered `false` with Spark's warning
-//! while no AM has registered); the allocator's RemoveExecutor comes back through here to
+//! The AM's endpoint registers here (RegisterClusterManager): a new AM, the first one
+//! included, resets the driver's side (YarnSchedulerBackend.reset: the backend forgets its
+//! requested totals and removes every executor it still knows as stale; the
+//! ExecutorAllocationManager, with dynamic allocation, goes back to its initial target and
+//! forgets its executors). The same AM's endpoint registering again after its own restart
+//! (same path) resets nothing. The driver's executor requests and kills go through here to
+//! the AM (answered `false` with Spark's warning while no AM has registered); the allocator's RemoveExecutor comes back through here to
 //! the DriverEndpoint; and when an executor disconnects, this endpoint asks the AM for the
 //! loss reason and turns the answer (or its absence) into RemoveExecutor.
 
