@@ -491,9 +491,55 @@ async fn am_endpoint_killed_beyond_intensity_fails_the_attempt_with_exit_1() {
 }
 
 #[actix_rt::test]
-async fn application_master_killed_beyond_its_attempts_fails_the_application() {
-    // The AM is not restarted (a JVM that dies does not come back): each kill fails its
-    // attempt; two attempts allowed, two kills, and YARN gives up.
+async fn application_master_stopped_before_its_last_attempt_is_retried() {
+    let clean = clean_pi().await;
+    // A stop (SIGTERM) runs Spark's shutdown hook: FAILED, exit code 16; not the last
+    // attempt, so it does not unregister and YARN starts the next one, which succeeds.
+    let r = run(
+        PI,
+        suite_conf(&[("spark.yarn.maxAppAttempts", "2")]),
+        Some(kill_plan("*/am/application-master", 5, KillMode::Stop)),
+    )
+    .await;
+    r.assert_succeeded();
+    assert_eq!(&result_lines(&r.output), clean);
+    let (after, path) = from_kill(&r, "/am/application-master");
+    assert!(path.contains("_01_000001/"), "the first attempt's AM: {path}");
+    let hook = find(
+        &after,
+        "Final app status: FAILED, exitCode: 16, (reason: Shutdown hook called before final status was reported.)",
+    );
+    assert_eq!(actor_of(hook), path);
+    find(
+        &after,
+        "Not unregistering: the attempt failed and is not the last",
+    );
+    // The container exits as a JVM ending on SIGTERM does, and the attempt fails with it.
+    let failed = find(&after, "AM Container for appattempt_");
+    let diag = msg_of(failed);
+    assert!(diag.contains("_000001 exited with  exitCode: 143"), "{diag}");
+    assert!(diag.contains("killed by fault-suite"), "{diag}");
+    assert!(
+        !after
+            .iter()
+            .any(|r| msg_of(r).starts_with("Unregistering ApplicationMaster with FAILED")),
+        "the first attempt did not unregister"
+    );
+    assert_eq!(
+        r.outcome
+            .report
+            .as_ref()
+            .and_then(|rep| rep.current_attempt)
+            .map(|a| a.attempt),
+        Some(2)
+    );
+}
+
+#[actix_rt::test]
+async fn application_master_killed_beyond_its_attempts_unregisters_failed_from_its_shutdown_hook() {
+    // Two attempts: the first AM panics (a crash: no hook, the attempt fails with exit 50);
+    // the second is stopped (SIGTERM) on the last attempt, so its shutdown hook unregisters
+    // FAILED with Spark's diagnostics: the application is FINISHED, not failed by YARN.
     let r = run(
         PI,
         suite_conf(&[("spark.yarn.maxAppAttempts", "2")]),
@@ -509,13 +555,21 @@ async fn application_master_killed_beyond_its_attempts_fails_the_application() {
         "{}",
         r.diagnostics()
     );
-    let diag = r.diagnostics();
-    assert!(
-        diag.contains("failed 2 times due to AM Container for appattempt_"),
-        "{diag}"
+    assert_eq!(
+        r.diagnostics(),
+        "Shutdown hook called before final status was reported."
     );
-    assert!(diag.contains("_000002 exited with  exitCode: 143\n"), "{diag}");
-    assert!(diag.contains("killed by fault-suite"), "{diag}");
+    assert_eq!(
+        r.outcome.report.as_ref().map(|rep| rep.state),
+        Some(sparkyard::yarn::records::YarnApplicationState::Finished)
+    );
+    assert_eq!(
+        r.outcome.verdict,
+        Err(format!(
+            "Application {} finished with failed status",
+            r.outcome.app_id
+        ))
+    );
     let records = r.records();
     let first = find(&records, "_000001 exited with  exitCode: 50");
     assert!(msg_of(first).contains("injected panic"));
@@ -523,9 +577,26 @@ async fn application_master_killed_beyond_its_attempts_fails_the_application() {
         &records,
         "The number of failed attempts is 1. The max attempts is 2",
     );
+    let second = records
+        .iter()
+        .position(|r| {
+            r["event"] == "fault_injected" && actor_of(r).contains("_02_000001/am/application-master")
+        })
+        .unwrap_or_else(|| panic!("the second attempt's AM was not killed; plan {:?}", r.plan));
+    let after = &records[second..];
     find(
-        &records,
-        "The number of failed attempts is 2. The max attempts is 2",
+        after,
+        "Final app status: FAILED, exitCode: 16, (reason: Shutdown hook called before final status was reported.)",
+    );
+    find(
+        after,
+        "Unregistering ApplicationMaster with FAILED (diag message: Shutdown hook called before final status was reported.)",
+    );
+    assert!(
+        !records
+            .iter()
+            .any(|r| msg_of(r).contains("failed 2 times due to")),
+        "YARN did not fail the application: the AM unregistered"
     );
 }
 

@@ -4,7 +4,8 @@
 //! off), dynamic allocation (a 200-task SleepTasks job ramps up 1, 2, 4, ... executors, caps
 //! at maxExecutors and is released to minExecutors after the job), and executor liveness
 //! (an executor whose messages are dropped is expired by the HeartbeatReceiver, killed
-//! through the AM, and its tasks rerun elsewhere with the right result).
+//! through the AM, and its tasks rerun elsewhere with the right result), and locality-aware
+//! executor requests (a stage whose tasks prefer one host gets its executors there).
 
 mod common;
 
@@ -13,6 +14,8 @@ use std::time::Duration;
 
 use common::inproc::{conf, dump, events, msgs, node, records, submit, succeeded};
 use serde_json::Value as Json;
+use sparkyard::context::{AppEnv, AppError, SparkContext};
+use sparkyard::rdd::Value;
 use sparkyard::runtime::PartitionMode;
 
 fn str_field(r: &Json, k: &str) -> String {
@@ -298,4 +301,73 @@ async fn an_executor_that_stops_heartbeating_is_expired_and_its_tasks_rerun_else
     assert!(m
         .iter()
         .any(|l| l.starts_with("Registered executor") && l.contains("with ID 3")));
+}
+
+/// Four tasks of 300 ms whose partitions all prefer host4.
+fn prefer_host4(env: &AppEnv) -> Result<(), AppError> {
+    let sc = SparkContext::new(env)?;
+    let n = sc
+        .make_rdd(
+            (0..4)
+                .map(|i| (Value::I64(i), vec!["host4".to_string()]))
+                .collect(),
+        )
+        .map("sleep_ms", vec![Value::I64(300)])
+        .count()?;
+    env.println(format!("count {n}"));
+    sc.stop();
+    Ok(())
+}
+
+#[actix_rt::test]
+async fn a_stage_whose_tasks_prefer_a_host_gets_its_executors_on_that_host() {
+    sparkyard::apps::register_application("test.PreferHost4", prefer_host4);
+    let node = node().await;
+    let (outcome, out) = submit(
+        &node,
+        "test.PreferHost4",
+        &[],
+        conf(&[
+            ("spark.dynamicAllocation.enabled", "true"),
+            ("spark.dynamicAllocation.minExecutors", "0"),
+            ("spark.dynamicAllocation.maxExecutors", "4"),
+            ("spark.dynamicAllocation.schedulerBacklogTimeout", "50ms"),
+            ("spark.dynamicAllocation.sustainedSchedulerBacklogTimeout", "50ms"),
+            ("spark.yarn.scheduler.heartbeat.interval-ms", "100ms"),
+        ]),
+    )
+    .await;
+    dump(&node);
+    succeeded(&outcome, &out);
+    assert!(out.contains("count 4"), "{out}");
+
+    // Each raised target carried the stage's hints: 4 tasks with a preference, all for host4.
+    let targets = events(&node, "executor_target");
+    assert!(!targets.is_empty());
+    for r in targets.iter().filter(|r| str_field(r, "reason") == "backlog") {
+        assert_eq!(u64_field(r, "locality_aware_tasks"), 4, "{r}");
+        assert_eq!(str_field(r, "host_to_local_task_count"), "host4:4", "{r}");
+    }
+    // The AM's placement strategy asked YARN for containers on host4, and got them there
+    // (an any-host request would have gone to host2, the node with the most room).
+    let m = msgs(&node);
+    assert!(
+        m.iter()
+            .any(|l| l == "Submitted container request for host host4."),
+        "{:#?}",
+        m.iter()
+            .filter(|l| l.contains("container request"))
+            .collect::<Vec<_>>()
+    );
+    let hosts: Vec<String> = records(&node)
+        .iter()
+        .filter(|r| {
+            r["msg"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Registered executor"))
+        })
+        .map(|r| str_field(r, "host"))
+        .collect();
+    assert!(!hosts.is_empty());
+    assert!(hosts.iter().all(|h| h == "host4"), "{hosts:?}");
 }

@@ -15,7 +15,7 @@ use sparkyard::conf::{NodeSpec, SparkConf};
 use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, ClientOutcome};
 use sparkyard::logs::ctx::Instrumented;
 use sparkyard::rpc::EndpointRef;
-use sparkyard::runtime::ActorPath;
+use sparkyard::runtime::{ActorPath, KillMode, PartitionMode};
 use sparkyard::scheduler::messages::RequestExecutors;
 use sparkyard::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use sparkyard::yarn::node::rm_path;
@@ -525,18 +525,19 @@ async fn client_mode_runs_the_driver_here_and_executors_in_the_cluster() {
     find_after(&m, at, "Registered executor");
 }
 
-/// Runs DriverTest in client mode through SparkSubmit against the embedded RM.
-async fn run_client_mode(
+/// Starts DriverTest (with `app_args`) in client mode through SparkSubmit against the
+/// embedded RM; the receiver gets spark-submit's exit status.
+fn start_client_mode(
     node: &Node,
     conf: Arc<SparkConf>,
-) -> (
-    Result<(), String>,
-    Option<sparkyard::yarn::records::ApplicationReport>,
-) {
+    app_args: &[&str],
+) -> tokio::sync::oneshot::Receiver<i32> {
     use sparkyard::deploy::spark_submit::{SparkSubmit, SubmitPlan};
     use sparkyard::deploy::spark_submit_arguments::parse;
     use sparkyard::runtime::{ChildSpec, Restart, Strategy, SupervisorSpec};
-    let mut parsed = parse(&["--class", DRIVER_TEST, "x.jar"].map(String::from)).unwrap();
+    let mut argv: Vec<String> = ["--class", DRIVER_TEST, "x.jar"].map(String::from).to_vec();
+    argv.extend(app_args.iter().map(|a| a.to_string()));
+    let mut parsed = parse(&argv).unwrap();
     parsed.resolve(&[], &|_| None).unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let plan = Arc::new(SubmitPlan {
@@ -551,15 +552,29 @@ async fn run_client_mode(
             .restart(Restart::Temporary),
     );
     node.cluster.start_root("submit", spec).unwrap();
-    let code = rx.await.unwrap_or(-1);
-    let app = node
-        .cluster
+    rx
+}
+
+/// The application the run submitted (the first app id in the records).
+fn app_of(node: &Node) -> Option<sparkyard::yarn::records::ApplicationId> {
+    node.cluster
         .logs()
         .records()
         .iter()
         .find_map(|r| r["app_id"].as_str().map(str::to_string))
-        .and_then(|a| a.parse().ok());
-    let report = match app {
+        .and_then(|a| a.parse().ok())
+}
+
+/// Runs DriverTest in client mode through SparkSubmit against the embedded RM.
+async fn run_client_mode(
+    node: &Node,
+    conf: Arc<SparkConf>,
+) -> (
+    Result<(), String>,
+    Option<sparkyard::yarn::records::ApplicationReport>,
+) {
+    let code = start_client_mode(node, conf, &[]).await.unwrap_or(-1);
+    let report = match app_of(node) {
         Some(app) => node.rm.report(app, None).await.ok().and_then(|r| r.ok()),
         None => None,
     };
@@ -571,6 +586,160 @@ async fn run_client_mode(
         },
         report,
     )
+}
+
+/// Waits (bounded) until a record's message contains `text`; answers its index.
+async fn record_with(node: &Node, text: &str) -> usize {
+    record_after(node, 0, text).await
+}
+
+/// Waits (bounded) until a record from index `from` on has a message containing `text`;
+/// answers its index.
+async fn record_after(node: &Node, from: usize, text: &str) -> usize {
+    let mut at = None;
+    eventually(text, || {
+        at = msgs(node)
+            .iter()
+            .skip(from)
+            .position(|m| m.contains(text))
+            .map(|i| from + i);
+        at.is_some()
+    })
+    .await;
+    at.unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn an_allocation_for_an_attempt_the_rm_forgot_ends_the_am_with_exit_12() {
+    let node = node(three_nodes()).await;
+    let args = args(
+        conf(&[
+            ("spark.executor.instances", "1"),
+            ("spark.yarn.maxAppAttempts", "1"),
+            ("spark.yarn.scheduler.heartbeat.interval-ms", "50ms"),
+        ]),
+        &["--sleep", "30s"],
+    );
+    let app = submit_application(&node.rm, &args).await.unwrap();
+    record_with(&node, "Registered executor").await;
+    // The application is killed while the NodeManagers are slow to hear of it: the AM's
+    // next allocation heartbeat reaches an RM that no longer runs its attempt
+    // (ApplicationAttemptNotFoundException), before its container is stopped.
+    node.cluster
+        .partition(
+            "*/node-manager",
+            PartitionMode::Delay(Duration::from_secs(2)),
+            Duration::from_secs(3),
+            "test",
+        )
+        .unwrap();
+    node.rm.kill(app, "").await.unwrap();
+    let at = record_with(
+        &node,
+        "Final app status: FAILED, exitCode: 12, (reason: Application attempt appattempt_",
+    )
+    .await;
+    let m = msgs(&node);
+    assert!(
+        m[at].ends_with("_000001 doesn't exist in ApplicationMasterService cache.)"),
+        "{}",
+        m[at]
+    );
+    // The AM ends with that exit code (its container's status).
+    eventually("the AM ended with exit code 12", || {
+        records(&node).iter().any(|r| {
+            r["event"] == "actor_failed"
+                && r["actor"]
+                    .as_str()
+                    .is_some_and(|a| a.ends_with("/am/application-master"))
+                && r["reason"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("exit code 12: Application attempt"))
+        })
+    })
+    .await;
+    node.cluster.heal_partitions();
+}
+
+#[actix_rt::test]
+async fn a_client_mode_driver_lost_with_treat_disconnect_as_failed_ends_the_am_with_exit_17() {
+    let node = node(three_nodes()).await;
+    let conf = conf(&[
+        ("spark.executor.instances", "1"),
+        ("spark.yarn.maxAppAttempts", "1"),
+        ("spark.yarn.am.clientModeTreatDisconnectAsFailed", "true"),
+    ]);
+    let _done = start_client_mode(&node, conf, &["--sleep", "30s"]);
+    record_with(&node, "Registered executor").await;
+    // The driver goes away without telling the AM it is stopping.
+    node.cluster
+        .kill("/submit/driver", KillMode::Stop, "test")
+        .unwrap();
+    let lost = record_with(
+        &node,
+        "Application Master lost connection with driver! Shutting down.",
+    )
+    .await;
+    let m = msgs(&node);
+    find_after(&m, lost, "Final app status: FAILED, exitCode: 17");
+    assert!(
+        !m.iter()
+            .any(|l| l.starts_with("Final app status: FAILED, exitCode: 17,")),
+        "no reason given, as Spark's"
+    );
+    // The last attempt unregisters FAILED, with no diagnostics.
+    let app = app_of(&node).expect("an application");
+    let report = report_until(&node, app, "finished", |r| {
+        r.state == YarnApplicationState::Finished
+    })
+    .await;
+    assert_eq!(report.final_status, FinalApplicationStatus::Failed);
+    assert_eq!(report.diagnostics, "");
+}
+
+#[actix_rt::test]
+async fn a_client_mode_am_registering_for_a_new_attempt_resets_the_drivers_allocation() {
+    let node = node(three_nodes()).await;
+    let conf = conf(&[
+        ("spark.dynamicAllocation.enabled", "true"),
+        ("spark.dynamicAllocation.minExecutors", "1"),
+        ("spark.dynamicAllocation.maxExecutors", "2"),
+        ("spark.yarn.maxAppAttempts", "2"),
+        ("spark.yarn.scheduler.heartbeat.interval-ms", "100ms"),
+    ]);
+    let _done = start_client_mode(&node, conf, &["--sleep", "30s"]);
+    record_with(&node, "Registered executor").await;
+    // The first attempt's ExecutorLauncher dies; YARN starts a second attempt, whose AM
+    // registers with the same driver.
+    node.cluster
+        .kill("*_01_000001/am/application-master", KillMode::Panic, "test")
+        .unwrap();
+    let registered = record_with(&node, "_02_000001/am/am-endpoint").await;
+    let m = msgs(&node);
+    assert!(
+        m[registered].starts_with("ApplicationMaster registered as /node/"),
+        "{}",
+        m[registered]
+    );
+    // reset(): the backend removes what it still knows as stale, the allocation manager
+    // goes back to its initial target and forgets its executors.
+    record_after(
+        &node,
+        registered,
+        "Reset the executor allocation: target back to the initial 1 executor(s)",
+    )
+    .await;
+    record_after(&node, registered, "Resetting the scheduler backend").await;
+    // Executor 1 (of the first attempt) is gone, as stale or lost with its container
+    // (whichever came first); the second attempt's executor registers and is the only one
+    // the allocation manager counts.
+    eventually("executor 1 removed", || {
+        msgs(&node).iter().any(|l| l.starts_with("Removed executor 1 on"))
+    })
+    .await;
+    record_with(&node, "New executor 2 has registered (new total is 1)").await;
+    let app = app_of(&node).expect("an application");
+    node.rm.kill(app, "test done").await.unwrap();
 }
 
 #[actix_rt::test]

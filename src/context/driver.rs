@@ -192,14 +192,15 @@ pub fn driver_spec(
         .get(&conf::DYN_ALLOCATION_ENABLED)
         .unwrap_or(false)
         .then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
+    let driver_state = Kept::new(DriverState::default());
     if let Some(core) = &allocation {
         listeners.push(Box::new(ExecutorAllocationListener::new(
             core.clone(),
+            driver_state.clone(),
             cluster.clock().clone(),
         )));
     }
     let bus_state = Kept::new(BusState::with_listeners(listeners));
-    let driver_state = Kept::new(DriverState::default());
     let am = Kept::new(None);
     let (conf, paths) = (conf.clone(), paths.clone());
     let spec = ChildSpec::supervisor(DRIVER_SEGMENT, move || {
@@ -212,7 +213,7 @@ pub fn driver_spec(
             links.bus.clone(),
         );
         let (c, l, st) = (conf.clone(), links.clone(), driver_state.clone());
-        let (de2, am) = (paths.driver_endpoint.clone(), am.clone());
+        let (de2, am, alloc) = (paths.driver_endpoint.clone(), am.clone(), allocation.clone());
         let de3 = paths.driver_endpoint.clone();
         let (ts2, dag2, de4) = (
             links.task_scheduler.clone(),
@@ -236,7 +237,7 @@ pub fn driver_spec(
                 DriverEndpoint::new(me, c.clone(), l.clone(), st.clone())
             }))
             .child(ChildSpec::worker("yarn-scheduler-endpoint", move |_, me| {
-                YarnSchedulerEndpoint::new(me, de2.clone(), am.clone(), ask_timeout)
+                YarnSchedulerEndpoint::new(me, de2.clone(), am.clone(), alloc.clone(), ask_timeout)
             }))
             .child(ChildSpec::worker("revive-timer", move |_, me| {
                 ReviveTimer::new(me, de3.clone(), revive_interval)

@@ -15,12 +15,24 @@
 //! stopped if it still runs, the AM unregisters (only if the status is SUCCEEDED or this is
 //! the last attempt, so YARN retries a failed attempt), and the AM ends with the exit code:
 //! as the container's significant role, its exit status is the container's.
+//!
+//! Stopped from outside before it finished (a stop kill, its container stopped: what the
+//! AM's JVM sees as SIGTERM), it runs Spark's shutdown hook before it ends: finish with the
+//! default final status (cluster mode FAILED, client mode UNDEFINED), exit code 16
+//! (EXIT_EARLY) and "Shutdown hook called before final status was reported.", then the
+//! same driver stop and unregistration (on the last attempt, or when SUCCEEDED). It then
+//! ends with the stop's own status (143 for a kill, as a JVM ending on SIGTERM exits 143
+//! whatever its hooks decided). A stop because its node is going down runs no hook: a lost
+//! node's containers vanish, and YARN retries the attempt without counting it.
 
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle, WrapFuture};
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, Running, SpawnHandle,
+    WrapFuture,
+};
 
 use super::am_args::AmArgs;
 use super::am_endpoint::AmEndpoint;
@@ -123,6 +135,9 @@ pub fn spark_context_initialized(env: &AppEnv, am: &ActorPath, paths: &DriverPat
     }
 }
 
+/// The shutdown hook's diagnostics when the AM is stopped before it reported a final status.
+pub const SHUTDOWN_HOOK_MESSAGE: &str = "Shutdown hook called before final status was reported.";
+
 /// How often the first allocation is tried while the allocator cannot be reached, and the
 /// pause between tries.
 const ALLOCATOR_TRIES: u32 = 100;
@@ -146,6 +161,13 @@ pub struct ApplicationMaster {
     unregistered: bool,
     finished: bool,
     shutting_down: bool,
+    /// A stop was asked for from outside: the AM ends once the shutdown hook's work is done.
+    stopped_from_outside: bool,
+    /// The shutdown hook reported the final status (the stop came before any finish): the AM
+    /// then ends with the stop's own reason, as a process ending on SIGTERM.
+    finished_by_hook: bool,
+    /// The incarnation is ending on its own decision (`exit` or a stop after the hook).
+    exiting: bool,
     final_status: FinalApplicationStatus,
     exit_code: i32,
     final_msg: String,
@@ -166,6 +188,10 @@ impl ApplicationMaster {
             .conf
             .get(&conf::RPC_ASK_TIMEOUT)
             .unwrap_or(Duration::from_secs(120));
+        let default_final_status = match ctx.mode {
+            AmMode::Cluster => FinalApplicationStatus::Failed,
+            AmMode::Client => FinalApplicationStatus::Undefined,
+        };
         ApplicationMaster {
             me,
             ctx,
@@ -175,7 +201,11 @@ impl ApplicationMaster {
             unregistered: false,
             finished: false,
             shutting_down: false,
-            final_status: FinalApplicationStatus::Undefined,
+            stopped_from_outside: false,
+            finished_by_hook: false,
+            exiting: false,
+            // getDefaultFinalStatus: what the shutdown hook reports if nothing else was.
+            final_status: default_final_status,
             exit_code: EXIT_SUCCESS,
             final_msg: String::new(),
             driver: None,
@@ -516,6 +546,13 @@ impl ApplicationMaster {
                 Ok(false) => {}
                 Err(e) => tracing::error!("Failed to unregister the ApplicationMaster: {e}"),
             }
+            act.exiting = true;
+            if act.finished_by_hook {
+                // The incarnation ends as the stop says (a process ending on SIGTERM exits
+                // 143 whatever its hooks decided).
+                ctx.stop();
+                return;
+            }
             let me = act.me.clone();
             me.exit(
                 ctx,
@@ -525,6 +562,31 @@ impl ApplicationMaster {
                 },
             );
         }));
+    }
+
+    /// Whether this stop is what the AM's JVM would see as SIGTERM, so its shutdown hook
+    /// runs: the AM itself stopped by a kill, or its container (its `am` supervisor) asked to
+    /// stop from outside (the NodeManager stopping it, a kill). Not when `am` gives up
+    /// (beyond its restart intensity: the JVM dies of it), nor when its node is going down
+    /// (an ancestor above the container is being stopped: a lost node's containers vanish).
+    fn stopped_by_signal(&self) -> bool {
+        let killed = matches!(
+            self.me.stop_request_at(self.me.path()),
+            Some(ExitReason::Killed { .. })
+        );
+        if !killed && self.me.stop_request_at(&self.am_sup).is_none() {
+            return false;
+        }
+        let container = self.am_sup.parent();
+        let mut above = container.as_ref().and_then(ActorPath::parent);
+        while let Some(path) = above {
+            if self.me.is_ending(&path) {
+                tracing::info!("The ApplicationMaster's node is going down; no shutdown hook runs");
+                return false;
+            }
+            above = path.parent();
+        }
+        true
     }
 }
 
@@ -540,6 +602,35 @@ fn abbreviate(message: &str, limit: usize) -> String {
 
 impl Actor for ApplicationMaster {
     type Context = Context<Self>;
+
+    /// A stop from outside (SIGTERM to the AM's JVM) runs Spark's shutdown hook first; see
+    /// the module docs.
+    fn stopping(&mut self, ctx: &mut Context<Self>) -> Running {
+        if self.exiting {
+            return Running::Stop;
+        }
+        if self.stopped_from_outside {
+            // The hook is running; it stops the actor when done.
+            return Running::Continue;
+        }
+        if !self.stopped_by_signal() {
+            return Running::Stop;
+        }
+        self.stopped_from_outside = true;
+        tracing::info!(
+            attempt_id = %self.ctx.attempt_id,
+            last_attempt = self.is_last_attempt(),
+            "Shutdown hook called"
+        );
+        if !self.finished {
+            self.finished_by_hook = true;
+            let status = self.final_status;
+            self.finish(ctx, status, EXIT_EARLY, SHUTDOWN_HOOK_MESSAGE.into());
+        }
+        // finish() runs the hook's work (driver stop, unregistration) and then ends the
+        // actor; one already finished ends with its own exit code when that work is done.
+        Running::Continue
+    }
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         tracing::info!(attempt_id = %self.ctx.attempt_id, "ApplicationAttemptId: {}", self.ctx.attempt_id);
@@ -669,6 +760,10 @@ impl Handler<Terminated> for ApplicationMaster {
 }
 
 impl ApplicationMaster {
+    /// AMEndpoint.onDisconnected (client mode): the driver went away without telling the AM
+    /// it was stopping. With `spark.yarn.am.clientModeTreatDisconnectAsFailed` the attempt
+    /// fails with exit 17 (EXIT_DISCONNECTED) and no diagnostics, as Spark's; otherwise it
+    /// succeeds.
     fn driver_gone(&mut self, path: &ActorPath, ctx: &mut Context<Self>) {
         let treat_as_failed = self
             .ctx
@@ -676,16 +771,20 @@ impl ApplicationMaster {
             .get(&conf::AM_CLIENT_MODE_TREAT_DISCONNECT_AS_FAILED)
             .unwrap_or(false);
         if treat_as_failed {
+            tracing::error!(
+                driver = path.as_str(),
+                "Application Master lost connection with driver! Shutting down. {path}"
+            );
             self.finish(
                 ctx,
                 FinalApplicationStatus::Failed,
                 EXIT_DISCONNECTED,
-                format!("Driver {path} disassociated unexpectedly"),
+                String::new(),
             );
         } else {
             tracing::info!(
                 driver = path.as_str(),
-                "Driver terminated or disconnected! Shutting down."
+                "Driver terminated or disconnected! Shutting down. {path}"
             );
             self.finish(
                 ctx,

@@ -453,6 +453,23 @@ impl Me {
         EndpointRef::new(self.cluster.clone(), path.clone(), Some(self.shared.path.clone()))
     }
 
+    /// Why a graceful stop of the actor running at `path` (this one included) was asked for
+    /// from outside, if it was: `Killed` by fault injection's stop, or `Shutdown` by its
+    /// supervisor or the cluster (what a process sees as SIGTERM). Not a panic, an abort or
+    /// the actor's own `exit`. An actor whose `stopping()` returns `Running::Continue` may
+    /// finish its work first; it ends with the stop's reason when it then stops.
+    pub fn stop_request_at(&self, path: &ActorPath) -> Option<ExitReason> {
+        let shared = self.cluster.registry().shared(path)?;
+        let request = lock(&shared.exit_request).clone();
+        request.filter(|r| matches!(r, ExitReason::Killed { .. } | ExitReason::Shutdown))
+    }
+
+    /// Whether the actor at `path` is being stopped (a stop, kill or abort is under way) or
+    /// has ended.
+    pub fn is_ending(&self, path: &ActorPath) -> bool {
+        self.cluster.registry().shared(path).is_none_or(|s| s.is_ending())
+    }
+
     /// Stops this actor; its incarnation ends with `reason` (an `Exit` with a code, as a
     /// process's exit status).
     pub fn exit<A: Actor<Context = Context<A>>>(&self, ctx: &mut Context<A>, reason: ExitReason) {

@@ -70,6 +70,19 @@ pub struct DriverState {
     /// The executor totals last requested per resource profile (None: never requested;
     /// the AM started with the initial target).
     pub requested_totals: Option<BTreeMap<u32, u32>>,
+    /// The placement hints last requested with them (numLocalityAwareTasksPerResourceProfileId,
+    /// rpHostToLocalTaskCount), sent again with any later request of totals.
+    pub requested_locality_aware_tasks: BTreeMap<u32, u32>,
+    pub requested_host_to_local_task_count: BTreeMap<u32, BTreeMap<String, u32>>,
+}
+
+impl DriverState {
+    /// isExecutorActive: registered, and neither being removed nor lost.
+    pub fn is_executor_active(&self, executor_id: &str) -> bool {
+        self.executors.contains_key(executor_id)
+            && !self.pending_to_remove.contains_key(executor_id)
+            && !self.pending_loss_reason.contains(executor_id)
+    }
 }
 
 /// What the DriverEndpoint works with besides its kept executor map.
@@ -854,7 +867,12 @@ impl Handler<ClientRequestTotalExecutors> for DriverEndpoint {
     /// requestTotalExecutors: record the totals, then doRequestTotalExecutors through the
     /// YarnSchedulerEndpoint (answered `false` while no AM has registered).
     fn handle(&mut self, msg: ClientRequestTotalExecutors, _: &mut Context<Self>) -> Self::Result {
-        self.state.lock().requested_totals = Some(msg.resource_profile_to_total_execs.clone());
+        {
+            let mut st = self.state.lock();
+            st.requested_totals = Some(msg.resource_profile_to_total_execs.clone());
+            st.requested_locality_aware_tasks = msg.num_locality_aware_tasks_per_resource_profile_id.clone();
+            st.requested_host_to_local_task_count = msg.host_to_local_task_count.clone();
+        }
         let total: u32 = msg.resource_profile_to_total_execs.values().sum();
         tracing::debug!(
             total,
@@ -908,7 +926,14 @@ impl Handler<ClientKillExecutors> for DriverEndpoint {
                     let t = totals.entry(rp).or_insert(0);
                     *t = t.saturating_sub(1);
                 }
-                Some(totals.clone())
+                Some(RequestExecutors {
+                    resource_profile_to_total_execs: totals.clone(),
+                    num_locality_aware_tasks_per_resource_profile_id: st
+                        .requested_locality_aware_tasks
+                        .clone(),
+                    host_to_local_task_count: st.requested_host_to_local_task_count.clone(),
+                    excluded_nodes: Default::default(),
+                })
             } else {
                 None
             };
@@ -921,11 +946,7 @@ impl Handler<ClientKillExecutors> for DriverEndpoint {
         );
         let (yse, timeout) = (self.yarn_scheduler(), self.ask_timeout());
         Box::pin(async move {
-            if let Some(totals) = adjusted {
-                let request = RequestExecutors {
-                    resource_profile_to_total_execs: totals,
-                    ..Default::default()
-                };
+            if let Some(request) = adjusted {
                 if !matches!(yse.ask(request, timeout).await, Ok(Ok(true))) {
                     return Vec::new();
                 }
@@ -941,5 +962,33 @@ impl Handler<ClientKillExecutors> for DriverEndpoint {
                 _ => Vec::new(),
             }
         })
+    }
+}
+
+/// CoarseGrainedSchedulerBackend.reset(), from the YarnSchedulerEndpoint when an
+/// ApplicationMaster registers (RegisterClusterManager): the requested totals are forgotten
+/// and every executor still known is removed as stale, since the new AM knows none of them.
+#[derive(Clone, Debug, PartialEq, Eq, actix::Message)]
+#[rtype(result = "()")]
+pub struct ResetSchedulerBackend;
+
+impl Handler<ResetSchedulerBackend> for DriverEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, _: ResetSchedulerBackend, ctx: &mut Context<Self>) {
+        let stale: Vec<String> = {
+            let mut st = self.state.lock();
+            st.requested_totals = None;
+            st.executors.keys().cloned().collect()
+        };
+        tracing::info!(
+            executors = stale.join(",").as_str(),
+            "Resetting the scheduler backend: {} stale executor(s) to remove",
+            stale.len()
+        );
+        let reason = ExecutorLossReason::process_lost("Stale executor after cluster manager re-registered.");
+        for id in stale {
+            self.remove_executor(&id, &reason, ctx);
+        }
     }
 }

@@ -1143,6 +1143,7 @@ mod tests {
             submission_time: submitted,
             completion_time: completed,
             failure_reason: None,
+            task_locality_preferences: vec![],
         }
     }
 
@@ -1750,6 +1751,7 @@ mod tests {
             submission_time: v.get("Submission Time").map(num),
             completion_time: v.get("Completion Time").map(num),
             failure_reason: v.get("Failure Reason").map(text),
+            task_locality_preferences: vec![],
         }
     }
 

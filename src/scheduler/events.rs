@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::task_set::TaskLocation;
+
 /// TaskLocality, ordered from most to least local.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum TaskLocality {
@@ -61,6 +63,10 @@ pub struct StageInfo {
     pub submission_time: Option<u64>,
     pub completion_time: Option<u64>,
     pub failure_reason: Option<String>,
+    /// Where each task of the attempt would like to run (taskLocalityPreferences, by task
+    /// index; the allocation manager's placement hints). Not in the event log, as in Spark.
+    #[serde(default)]
+    pub task_locality_preferences: Vec<Vec<TaskLocation>>,
 }
 
 /// A task attempt (TaskInfo).

@@ -1,9 +1,13 @@
 //! YarnSchedulerEndpoint (YarnSchedulerBackend.YarnSchedulerEndpoint, Spark's
 //! `YarnScheduler`): the driver's side of the conversation with the ApplicationMaster.
 //!
-//! The AM's endpoint registers here (RegisterClusterManager); the driver's executor
-//! requests and kills go through here to the AM (answered `false` with Spark's warning
-//! while no AM has registered); the allocator's RemoveExecutor comes back through here to
+//! The AM's endpoint registers here (RegisterClusterManager): a new AM, the first one
+//! included, resets the driver's side (YarnSchedulerBackend.reset: the backend forgets its
+//! requested totals and removes every executor it still knows as stale; the
+//! ExecutorAllocationManager, with dynamic allocation, goes back to its initial target and
+//! forgets its executors). The same AM's endpoint registering again after its own restart
+//! (same path) resets nothing. The driver's executor requests and kills go through here to
+//! the AM (answered `false` with Spark's warning while no AM has registered); the allocator's RemoveExecutor comes back through here to
 //! the DriverEndpoint; and when an executor disconnects, this endpoint asks the AM for the
 //! loss reason and turns the answer (or its absence) into RemoveExecutor.
 
@@ -12,7 +16,8 @@ use std::time::Duration;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use serde::{Deserialize, Serialize};
 
-use super::driver_endpoint::DriverEndpoint;
+use super::driver_endpoint::{DriverEndpoint, ResetSchedulerBackend};
+use super::executor_allocation_manager::ExecutorAllocationCore;
 use super::loss_reason::ExecutorLossReason;
 use super::messages::*;
 use crate::deploy::am_endpoint::AmEndpoint;
@@ -32,16 +37,25 @@ pub struct YarnSchedulerEndpoint {
     driver: EndpointRef<DriverEndpoint>,
     /// The registered AM's endpoint, kept across restarts of this endpoint.
     am: Kept<Option<ActorPath>>,
+    /// The ExecutorAllocationManager's state (dynamic allocation), reset when an AM registers.
+    allocation: Option<Kept<ExecutorAllocationCore>>,
     ask_timeout: Duration,
 }
 
 impl YarnSchedulerEndpoint {
-    pub fn new(me: Me, driver: ActorPath, am: Kept<Option<ActorPath>>, ask_timeout: Duration) -> Self {
+    pub fn new(
+        me: Me,
+        driver: ActorPath,
+        am: Kept<Option<ActorPath>>,
+        allocation: Option<Kept<ExecutorAllocationCore>>,
+        ask_timeout: Duration,
+    ) -> Self {
         let driver = me.endpoint(&driver);
         YarnSchedulerEndpoint {
             me,
             driver,
             am,
+            allocation,
             ask_timeout,
         }
     }
@@ -81,21 +95,12 @@ impl Handler<RegisterClusterManager> for YarnSchedulerEndpoint {
             return;
         }
         tracing::info!(am = msg.am.as_str(), "ApplicationMaster registered as {}", msg.am);
-        if previous.is_some() {
-            // backend.reset(): executors of the old AM are stale.
-            let driver = self.driver.clone();
-            actix::spawn(async move {
-                if let Ok(execs) = driver.ask(GetExecutors, Duration::from_secs(30)).await {
-                    for e in execs {
-                        let _ = driver.tell(RemoveExecutor {
-                            executor_id: e.executor_id,
-                            reason: ExecutorLossReason::process_lost(
-                                "Stale executor after cluster manager re-registered.",
-                            ),
-                        });
-                    }
-                }
-            });
+        // reset(): the backend's, then the allocation manager's.
+        if let Err(e) = self.driver.tell(ResetSchedulerBackend) {
+            tracing::warn!("cannot reset the scheduler backend: {e}");
+        }
+        if let Some(core) = &self.allocation {
+            core.lock().reset();
         }
     }
 }

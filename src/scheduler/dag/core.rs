@@ -884,7 +884,7 @@ impl DagScheduler {
         let Some(stage) = self.stages.get_mut(&stage_id) else {
             return;
         };
-        stage.make_new_attempt(to_compute.len() as u32, epoch, output_ids);
+        stage.make_new_attempt(to_compute.len() as u32, epoch, output_ids, locations.clone());
         if !to_compute.is_empty() {
             stage.latest_info.submission_time = Some(now);
         }

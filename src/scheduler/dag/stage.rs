@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::rdd::{Lineage, RddId, ResultFunc, ShuffleDep};
 use crate::scheduler::events::{RddInfo, StageInfo};
+use crate::scheduler::task_set::TaskLocation;
 
 /// What one stage attempt's tasks were.
 #[derive(Clone, Debug)]
@@ -129,6 +130,7 @@ impl Stage {
             submission_time: None,
             completion_time: None,
             failure_reason: None,
+            task_locality_preferences: Vec::new(),
         };
         Stage {
             id,
@@ -165,8 +167,15 @@ impl Stage {
         self.latest_info.attempt_id
     }
 
-    /// Spark's `makeNewStageAttempt`: a fresh StageInfo for the next attempt.
-    pub fn make_new_attempt(&mut self, num_tasks: u32, epoch: u64, output_ids: Vec<u32>) {
+    /// Spark's `makeNewStageAttempt`: a fresh StageInfo for the next attempt, with where each
+    /// of its tasks would like to run.
+    pub fn make_new_attempt(
+        &mut self,
+        num_tasks: u32,
+        epoch: u64,
+        output_ids: Vec<u32>,
+        task_locality_preferences: Vec<Vec<TaskLocation>>,
+    ) {
         let attempt_id = self.next_attempt_id;
         self.latest_info = StageInfo {
             stage_id: self.id,
@@ -179,6 +188,7 @@ impl Stage {
             submission_time: None,
             completion_time: None,
             failure_reason: None,
+            task_locality_preferences,
         };
         self.next_attempt_id += 1;
         self.attempts.push(AttemptMeta {

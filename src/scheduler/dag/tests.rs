@@ -372,6 +372,14 @@ fn narrow_job_is_one_result_stage_with_locality_and_slices() {
             assert_eq!(rdds, vec![(1, "MapPartitionsRDD"), (0, "ParallelCollectionRDD")]);
             assert_eq!(stage_info.rdd_infos[0].parent_ids, vec![0]);
             assert_eq!(properties.len(), 1);
+            // The tasks' preferences travel with the stage (the allocation manager's hints).
+            assert_eq!(
+                stage_info.task_locality_preferences,
+                vec![
+                    vec![TaskLocation::Host("hostA".into())],
+                    vec![TaskLocation::Host("hostB".into())]
+                ]
+            );
         }
         other => panic!("unexpected {other:?}"),
     }

@@ -5,7 +5,10 @@
 //! supervisor (`Kept`), so the counts the listener keeps survive a restart of the actor.
 //! The listener ([`ExecutorAllocationListener`]) runs on the bus's actor and applies every
 //! stage, task, executor and speculative-task event to the core under its lock, as Spark's
-//! listener shares the manager's synchronized state.
+//! listener shares the manager's synchronized state. For a task start it reads whether the
+//! backend has the executor active (Spark's ExecutorAllocationClient.isExecutorActive, a
+//! synchronized read of CoarseGrainedSchedulerBackend) from the DriverEndpoint's kept
+//! executor map, before taking the core's lock.
 //!
 //! The actor is the schedule loop: on start it sends the initial request (Spark's start();
 //! before the AM has registered it is answered `false`, which is harmless), then every
@@ -27,7 +30,7 @@ use super::core::{ExecutorAllocationCore, Round, TargetRequest};
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_with_fixed_delay;
 use crate::runtime::{ActorPath, Clock, Kept, Me};
-use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverState};
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::SparkListener;
 use crate::scheduler::messages::{ClientKillExecutors, ClientRequestTotalExecutors};
@@ -47,10 +50,12 @@ pub struct ExecutorAllocationManager {
     ask_timeout: Duration,
 }
 
+/// requestTotalExecutors for the default profile, with the placement hints.
 fn total_request(req: &TargetRequest) -> ClientRequestTotalExecutors {
     ClientRequestTotalExecutors {
         resource_profile_to_total_execs: BTreeMap::from([(0, req.total)]),
-        ..Default::default()
+        num_locality_aware_tasks_per_resource_profile_id: BTreeMap::from([(0, req.locality_aware_tasks)]),
+        host_to_local_task_count: BTreeMap::from([(0, req.host_to_local_task_count.clone())]),
     }
 }
 
@@ -176,12 +181,14 @@ impl Actor for ExecutorAllocationManager {
 /// ExecutorAllocationListener and ExecutorMonitor on the bus: every event goes to the core.
 pub struct ExecutorAllocationListener {
     core: Kept<ExecutorAllocationCore>,
+    /// The DriverEndpoint's kept executor map (read only: isExecutorActive).
+    backend: Kept<DriverState>,
     clock: Clock,
 }
 
 impl ExecutorAllocationListener {
-    pub fn new(core: Kept<ExecutorAllocationCore>, clock: Clock) -> Self {
-        ExecutorAllocationListener { core, clock }
+    pub fn new(core: Kept<ExecutorAllocationCore>, backend: Kept<DriverState>, clock: Clock) -> Self {
+        ExecutorAllocationListener { core, backend, clock }
     }
 }
 
@@ -192,6 +199,13 @@ impl SparkListener for ExecutorAllocationListener {
 
     fn on_event(&mut self, event: &SparkListenerEvent) {
         let now = self.clock.epoch_millis();
-        self.core.lock().on_event(event, now);
+        // Asked before the core's lock is taken, so the two locks are never held together.
+        let active = match event {
+            SparkListenerEvent::TaskStart { task_info, .. } => {
+                self.backend.lock().is_executor_active(&task_info.executor_id)
+            }
+            _ => false,
+        };
+        self.core.lock().on_event(event, now, &|_| active);
     }
 }

@@ -19,6 +19,16 @@
 //! - **Idle executors** (`select_removals`): those the monitor timed out are removed one by
 //!   one while the executors left stay at least `minExecutors` and at least the target.
 //!
+//! - **Placement hints**: each submitted stage attempt counts its tasks that prefer some
+//!   location and, per host, the tasks that prefer it (from the StageInfo's task locality
+//!   preferences); every request of a total carries their sums over the active stage
+//!   attempts (`localityAwareTasks`, `hostToLocalTaskCount`), which the AM's placement
+//!   strategy turns into container requests on those hosts. They change when stages are
+//!   submitted and completed, not as tasks start.
+//! - **Reset** (the cluster manager re-registered): the target goes back to the initial
+//!   number, the ramp-up to 1, the backlog clock to "due now", and the monitor forgets every
+//!   executor (the stale ones are removed by the backend).
+//!
 //! A round's target change is applied when it is decided, as Spark's synchronized
 //! `schedule()` does; the actor then asks the cluster manager, and `request_answered` keeps
 //! it (logging an `executor_target` record) or rolls it back. While a round's requests are
@@ -96,6 +106,10 @@ pub struct TargetRequest {
     /// a re-sync.
     pub reason: &'static str,
     pub decided_at: u64,
+    /// The placement hints when the request was made: tasks with a locality preference, and
+    /// per host the tasks preferring it.
+    pub locality_aware_tasks: u32,
+    pub host_to_local_task_count: BTreeMap<String, u32>,
     /// The ramp-up as it was before this decision (restored if the request fails).
     saved_ramp: (u32, Option<u64>),
 }
@@ -126,6 +140,14 @@ struct StageAttempt {
     pending_speculative: BTreeSet<u32>,
 }
 
+/// A stage attempt's placement hints: its tasks with a locality preference, and per host
+/// the tasks preferring it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct PlacementHints {
+    locality_aware_tasks: u32,
+    host_to_local_task_count: BTreeMap<String, u32>,
+}
+
 /// The ExecutorAllocationManager's state; see the module docs.
 #[derive(Clone, Debug)]
 pub struct ExecutorAllocationCore {
@@ -137,6 +159,8 @@ pub struct ExecutorAllocationCore {
     initializing: bool,
     stages: BTreeMap<(u32, u32), StageAttempt>,
     running: BTreeMap<(u32, u32), u32>,
+    /// Placement hints per active stage attempt (stageAttemptToExecutorPlacementHints).
+    placement_hints: BTreeMap<(u32, u32), PlacementHints>,
     busy: bool,
 }
 
@@ -150,6 +174,7 @@ impl ExecutorAllocationCore {
             initializing: true,
             stages: BTreeMap::new(),
             running: BTreeMap::new(),
+            placement_hints: BTreeMap::new(),
             busy: false,
             config,
         }
@@ -204,6 +229,27 @@ impl ExecutorAllocationCore {
         self.running.values().sum()
     }
 
+    /// localityAwareTasks: the tasks of the active stage attempts that prefer a location.
+    pub fn locality_aware_tasks(&self) -> u32 {
+        self.placement_hints
+            .values()
+            .map(|h| h.locality_aware_tasks)
+            .sum()
+    }
+
+    /// hostToLocalTaskCount: per host, the tasks of the active stage attempts preferring it.
+    pub fn host_to_local_task_count(&self) -> BTreeMap<String, u32> {
+        let mut counts = BTreeMap::new();
+        for (host, n) in self
+            .placement_hints
+            .values()
+            .flat_map(|h| &h.host_to_local_task_count)
+        {
+            *counts.entry(host.clone()).or_insert(0) += n;
+        }
+        counts
+    }
+
     fn has_pending_tasks(&self) -> bool {
         self.stages
             .values()
@@ -250,17 +296,36 @@ impl ExecutorAllocationCore {
     }
 
     /// One listener event (ExecutorAllocationListener and ExecutorMonitor).
-    pub fn on_event(&mut self, event: &SparkListenerEvent, now: u64) {
+    /// `executor_active` is the backend's isExecutorActive, asked for a task start's
+    /// executor.
+    pub fn on_event(&mut self, event: &SparkListenerEvent, now: u64, executor_active: &dyn Fn(&str) -> bool) {
         match event {
             SparkListenerEvent::StageSubmitted { stage_info, .. } => {
                 self.initializing = false;
                 let key = (stage_info.stage_id, stage_info.attempt_id);
                 self.stages.entry(key).or_default().num_tasks = stage_info.num_tasks;
                 self.on_scheduler_backlogged(now);
+                let mut hints = PlacementHints::default();
+                for locations in stage_info
+                    .task_locality_preferences
+                    .iter()
+                    .filter(|l| !l.is_empty())
+                {
+                    hints.locality_aware_tasks += 1;
+                    for location in locations {
+                        *hints
+                            .host_to_local_task_count
+                            .entry(location.host().to_string())
+                            .or_insert(0) += 1;
+                    }
+                }
+                self.placement_hints.insert(key, hints);
             }
             SparkListenerEvent::StageCompleted { stage_info } => {
                 // Running tasks of the attempt stay counted until they end.
-                self.stages.remove(&(stage_info.stage_id, stage_info.attempt_id));
+                let key = (stage_info.stage_id, stage_info.attempt_id);
+                self.stages.remove(&key);
+                self.placement_hints.remove(&key);
                 if self.stages.is_empty() {
                     self.on_scheduler_queue_empty();
                 }
@@ -282,7 +347,8 @@ impl ExecutorAllocationCore {
                 if !self.has_pending_tasks() {
                     self.on_scheduler_queue_empty();
                 }
-                self.monitor.task_started(&task_info.executor_id, now);
+                let active = executor_active(&task_info.executor_id);
+                self.monitor.task_started(&task_info.executor_id, active, now);
             }
             SparkListenerEvent::TaskEnd {
                 stage_id,
@@ -383,6 +449,8 @@ impl ExecutorAllocationCore {
             running_tasks: self.running_tasks(),
             reason,
             decided_at: now,
+            locality_aware_tasks: self.locality_aware_tasks(),
+            host_to_local_task_count: self.host_to_local_task_count(),
             saved_ramp,
         }
     }
@@ -487,6 +555,11 @@ impl ExecutorAllocationCore {
                     req.total, req.previous
                 )
             };
+            let hosts: Vec<String> = req
+                .host_to_local_task_count
+                .iter()
+                .map(|(host, n)| format!("{host}:{n}"))
+                .collect();
             tracing::info!(
                 event = "executor_target",
                 target = req.total,
@@ -496,6 +569,8 @@ impl ExecutorAllocationCore {
                 running_tasks = req.running_tasks,
                 reason = req.reason,
                 next_increment = self.to_add,
+                locality_aware_tasks = req.locality_aware_tasks,
+                host_to_local_task_count = hosts.join(",").as_str(),
                 "{message}"
             );
         } else {
@@ -573,6 +648,24 @@ impl ExecutorAllocationCore {
                 killed.join(",")
             );
         }
+    }
+
+    /// reset(), when the cluster manager re-registers (a new ApplicationMaster): the target
+    /// goes back to the initial number and the ramp-up to 1, executors are due to be added at
+    /// the next round if tasks are backlogged (Spark's `addTime = 0`), and the monitor
+    /// forgets every executor, with the ones being removed. The listener's task counts stay.
+    pub fn reset(&mut self) {
+        let previous = self.target;
+        self.add_time = Some(0);
+        self.target = self.config.initial_executors;
+        self.to_add = 1;
+        self.monitor.reset();
+        tracing::info!(
+            target = self.target,
+            previous,
+            "Reset the executor allocation: target back to the initial {} executor(s) (previously {previous}), executors forgotten",
+            self.target
+        );
     }
 
     /// The round's requests are all answered (or abandoned): the next round may run.

@@ -2,8 +2,12 @@
 //! ExecutorAllocationManager's idle removal.
 //!
 //! Every executor the driver registered has a tracker: how many tasks run on it, since when
-//! it has been idle, and whether it holds shuffle output. An executor becomes idle when its
-//! last task ends (or when it registers); its idle deadline is then
+//! it has been idle, and whether it holds shuffle output. A task start can reach the monitor
+//! before its executor's registration does (Spark's SPARK-4951): if the backend has the
+//! executor active, the task start creates the tracker (ensureExecutorIsTracked) and counts,
+//! so the executor is busy when it registers; a task start for an executor the backend no
+//! longer has (a late event, SPARK-26927) is ignored. An executor becomes idle when its
+//! last task ends (or when it registers idle); its idle deadline is then
 //! `idle start + spark.dynamicAllocation.executorIdleTimeout`, or, when it holds shuffle
 //! output and shuffle tracking is on, `+ spark.dynamicAllocation.shuffleTracking.timeout`
 //! (infinite by default: map output must stay where reducers will fetch it). While a task
@@ -17,6 +21,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// A deadline that never comes.
 pub const NEVER: u64 = u64::MAX;
+
+/// The resource profile of an executor tracked before its registration told it (Spark's
+/// `UNKNOWN_RESOURCE_PROFILE_ID`, -1).
+pub const UNKNOWN_RESOURCE_PROFILE_ID: u32 = u32::MAX;
 
 /// The monitor's settings (milliseconds).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,9 +87,9 @@ impl ExecutorMonitor {
         self.executors.get(executor_id)
     }
 
-    /// onExecutorAdded: tracked, idle from now.
-    pub fn executor_added(&mut self, executor_id: &str, resource_profile_id: u32, now: u64) {
-        let config = self.config.clone();
+    /// ensureExecutorIsTracked: the executor's tracker, created if it has none; a known
+    /// resource profile replaces an unknown one.
+    fn ensure_tracked(&mut self, executor_id: &str, resource_profile_id: u32) -> &mut Tracker {
         let t = self
             .executors
             .entry(executor_id.to_string())
@@ -94,7 +102,16 @@ impl ExecutorMonitor {
                 shuffles: BTreeSet::new(),
                 has_active_shuffle: false,
             });
-        t.resource_profile_id = resource_profile_id;
+        if t.resource_profile_id == UNKNOWN_RESOURCE_PROFILE_ID {
+            t.resource_profile_id = resource_profile_id;
+        }
+        t
+    }
+
+    /// onExecutorAdded: tracked (idle from now unless a task already runs on it).
+    pub fn executor_added(&mut self, executor_id: &str, resource_profile_id: u32, now: u64) {
+        let config = self.config.clone();
+        let t = self.ensure_tracked(executor_id, resource_profile_id);
         update_running(t, 0, now, &config);
     }
 
@@ -103,12 +120,17 @@ impl ExecutorMonitor {
         self.executors.remove(executor_id).is_some()
     }
 
-    /// onTaskStart: busy. Events for executors not (or no longer) known are ignored.
-    pub fn task_started(&mut self, executor_id: &str, now: u64) {
-        let config = self.config.clone();
-        if let Some(t) = self.executors.get_mut(executor_id) {
-            update_running(t, 1, now, &config);
+    /// onTaskStart: busy. `active` is the backend's answer for the executor
+    /// (isExecutorActive): registered and not being removed. An active executor not tracked
+    /// yet (its registration has not reached the monitor) is tracked from this task on; a
+    /// task start for an executor the backend does not have active is ignored.
+    pub fn task_started(&mut self, executor_id: &str, active: bool, now: u64) {
+        if !active {
+            return;
         }
+        let config = self.config.clone();
+        let t = self.ensure_tracked(executor_id, UNKNOWN_RESOURCE_PROFILE_ID);
+        update_running(t, 1, now, &config);
     }
 
     /// onTaskEnd: one task fewer; a successful map task leaves shuffle output behind.
@@ -158,6 +180,12 @@ impl ExecutorMonitor {
             .collect()
     }
 
+    /// reset (the cluster manager re-registered): every executor is forgotten, with its idle
+    /// clock and whether it was being removed; the active jobs stay.
+    pub fn reset(&mut self) {
+        self.executors.clear();
+    }
+
     /// executorsKilled: these are being removed (never chosen again).
     pub fn executors_killed(&mut self, ids: &[String]) {
         for id in ids {
@@ -168,16 +196,10 @@ impl ExecutorMonitor {
     }
 }
 
-/// updateRunningTasks and updateTimeout.
+/// updateRunningTasks and updateTimeout: idle from now when nothing runs on it.
 fn update_running(t: &mut Tracker, delta: i32, now: u64, config: &MonitorConfig) {
     t.running_tasks = t.running_tasks.saturating_add_signed(delta);
-    if t.running_tasks == 0 {
-        if t.idle_start.is_none() || delta != 0 {
-            t.idle_start = Some(now);
-        }
-    } else {
-        t.idle_start = None;
-    }
+    t.idle_start = (t.running_tasks == 0).then_some(now);
     t.timeout_at = match t.idle_start {
         None => NEVER,
         Some(start) => {
@@ -210,10 +232,10 @@ mod tests {
         assert!(m.timed_out_executors(60_999).is_empty());
         assert_eq!(m.timed_out_executors(61_000), vec![("1".to_string(), 60_000)]);
         // A task makes it busy: no deadline however long it runs.
-        m.task_started("1", 61_500);
+        m.task_started("1", true, 61_500);
         assert!(m.timed_out_executors(1_000_000).is_empty());
         // Idle again from the end of its last task.
-        m.task_started("1", 61_600);
+        m.task_started("1", true, 61_600);
         m.task_ended("1", None, 70_000);
         assert!(m.timed_out_executors(200_000).is_empty(), "one task still runs");
         m.task_ended("1", None, 80_000);
@@ -229,7 +251,8 @@ mod tests {
         m.executors_killed(&["1".to_string()]);
         assert_eq!(m.pending_removal_count(), 1);
         assert_eq!(m.timed_out_executors(60_000), vec![("2".to_string(), 60_000)]);
-        m.task_started("9", 10);
+        // Executor 9 is not active in the backend: its events are ignored.
+        m.task_started("9", false, 10);
         m.task_ended("9", None, 20);
         assert_eq!(m.executor_count(), 2);
         assert!(m.executor_removed("1"));
@@ -237,11 +260,61 @@ mod tests {
     }
 
     #[test]
+    fn a_task_start_before_the_registration_keeps_the_executor_busy() {
+        // SPARK-4951: the task start reaches the monitor before the executor's registration.
+        let mut m = monitor(false);
+        m.task_started("1", true, 1_000);
+        assert_eq!(m.executor_count(), 1);
+        let t = m.tracker("1").unwrap();
+        assert_eq!((t.running_tasks, t.timeout_at), (1, NEVER));
+        assert_eq!(t.resource_profile_id, UNKNOWN_RESOURCE_PROFILE_ID);
+        // The registration comes later: still one executor, still busy, its profile known.
+        m.executor_added("1", 0, 2_000);
+        assert_eq!(m.executor_count(), 1);
+        let t = m.tracker("1").unwrap();
+        assert_eq!(
+            (t.running_tasks, t.timeout_at, t.resource_profile_id),
+            (1, NEVER, 0)
+        );
+        assert!(
+            m.timed_out_executors(1_000_000).is_empty(),
+            "busy: no idle deadline"
+        );
+        // Idle from the end of that task, timed out a full timeout later.
+        m.task_ended("1", None, 5_000);
+        assert!(m.timed_out_executors(64_999).is_empty());
+        assert_eq!(m.timed_out_executors(65_000), vec![("1".to_string(), 60_000)]);
+
+        // SPARK-26927: a late task start for an executor the backend no longer has active
+        // does not bring it back.
+        m.executor_added("2", 0, 6_000);
+        assert!(m.executor_removed("2"));
+        m.task_started("2", false, 7_000);
+        assert_eq!(m.executor_count(), 1);
+        assert!(m.tracker("2").is_none());
+    }
+
+    #[test]
+    fn reset_forgets_every_executor_and_its_removal() {
+        let mut m = monitor(false);
+        m.executor_added("1", 0, 0);
+        m.executor_added("2", 0, 0);
+        m.executors_killed(&["1".to_string()]);
+        m.reset();
+        assert_eq!((m.executor_count(), m.pending_removal_count()), (0, 0));
+        assert!(m.timed_out_executors(u64::MAX - 1).is_empty());
+        // An executor that registers again is tracked afresh, not pending removal.
+        m.executor_added("1", 0, 100);
+        assert_eq!(m.pending_removal_count(), 0);
+        assert_eq!(m.timed_out_executors(60_100), vec![("1".to_string(), 60_000)]);
+    }
+
+    #[test]
     fn shuffle_output_keeps_an_executor_while_tracking_is_on() {
         let mut m = monitor(true);
         m.executor_added("1", 0, 0);
         m.job_started(0, BTreeSet::from([0]));
-        m.task_started("1", 10);
+        m.task_started("1", true, 10);
         m.task_ended("1", Some(0), 20);
         let t = m.tracker("1").unwrap();
         assert!(t.has_active_shuffle);
@@ -254,7 +327,7 @@ mod tests {
         // Without tracking the output does not count.
         let mut m = monitor(false);
         m.executor_added("1", 0, 0);
-        m.task_started("1", 10);
+        m.task_started("1", true, 10);
         m.task_ended("1", Some(0), 20);
         assert_eq!(m.timed_out_executors(60_020).len(), 1);
     }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::scheduler::events::{StageInfo, TaskInfo, TaskLocality};
+use crate::scheduler::task_set::TaskLocation;
 
 fn config(min: u32, max: u32, initial: u32, tasks_per_executor: u32, ratio: f64) -> AllocationConfig {
     AllocationConfig {
@@ -32,7 +33,13 @@ fn stage(stage_id: u32, attempt_id: u32, num_tasks: u32) -> StageInfo {
         submission_time: Some(0),
         completion_time: None,
         failure_reason: None,
+        task_locality_preferences: vec![],
     }
+}
+
+/// Every executor is active in the backend.
+fn all_active(_: &str) -> bool {
+    true
 }
 
 fn submitted(c: &mut ExecutorAllocationCore, stage_id: u32, num_tasks: u32, now: u64) {
@@ -42,6 +49,7 @@ fn submitted(c: &mut ExecutorAllocationCore, stage_id: u32, num_tasks: u32, now:
             properties: vec![],
         },
         now,
+        &all_active,
     );
 }
 
@@ -51,6 +59,7 @@ fn completed(c: &mut ExecutorAllocationCore, stage_id: u32, now: u64) {
             stage_info: stage(stage_id, 0, 0),
         },
         now,
+        &all_active,
     );
 }
 
@@ -80,6 +89,7 @@ fn start(c: &mut ExecutorAllocationCore, stage_id: u32, index: u32, executor: &s
             task_info: info(u64::from(index), index, executor, false),
         },
         now,
+        &all_active,
     );
 }
 
@@ -101,6 +111,7 @@ fn end(
             metrics: None,
         },
         now,
+        &all_active,
     );
 }
 
@@ -114,6 +125,7 @@ fn added(c: &mut ExecutorAllocationCore, id: &str, now: u64) {
             resource_profile_id: 0,
         },
         now,
+        &all_active,
     );
 }
 
@@ -169,6 +181,7 @@ fn a_waiting_speculative_copy_asks_for_a_second_executor() {
             task_index: 0,
         },
         10,
+        &all_active,
     );
     assert_eq!(c.pending_speculative_tasks(), 1);
     // ceil(2 / 4) = 1, but the copy needs another executor than the original's.
@@ -181,6 +194,7 @@ fn a_waiting_speculative_copy_asks_for_a_second_executor() {
             task_info: info(1, 0, "2", true),
         },
         20,
+        &all_active,
     );
     assert_eq!(c.pending_speculative_tasks(), 0);
     assert_eq!(c.running_tasks(), 2);
@@ -420,4 +434,125 @@ fn after_the_job_the_target_returns_to_min_and_idle_executors_go() {
     let r = c.schedule(64_000);
     assert_eq!(r.expired, vec![("1".into(), 60_000), ("2".into(), 60_000)]);
     assert_eq!(c.select_removals(&r.expired), vec!["1", "2"]);
+}
+
+#[test]
+fn a_task_start_before_the_executors_registration_leaves_it_busy_when_it_registers() {
+    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    submitted(&mut c, 0, 2, 0);
+    // The backend has executor 1 registered; its ExecutorAdded has not reached the listener.
+    start(&mut c, 0, 0, "1", 1_000);
+    added(&mut c, "1", 1_500);
+    assert_eq!(c.monitor().executor_count(), 1);
+    let r = c.schedule(200_000);
+    assert!(r.expired.is_empty(), "busy since 1,000: no idle deadline");
+    c.round_done();
+    end(&mut c, 0, 0, "1", TaskEndReason::Success, 250_000);
+    assert!(c.schedule(309_999).expired.is_empty());
+    c.round_done();
+    assert_eq!(c.schedule(310_000).expired, vec![("1".into(), 60_000)]);
+    c.round_done();
+
+    // A task start for an executor the backend does not have active is not counted.
+    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    submitted(&mut c, 0, 1, 0);
+    c.on_event(
+        &SparkListenerEvent::TaskStart {
+            stage_id: 0,
+            stage_attempt_id: 0,
+            task_info: info(0, 0, "7", false),
+        },
+        1_000,
+        &|id| id != "7",
+    );
+    assert_eq!(c.monitor().executor_count(), 0);
+    assert_eq!(c.running_tasks(), 1, "the task itself still counts as running");
+}
+
+fn submitted_with(c: &mut ExecutorAllocationCore, stage_id: u32, prefs: &[&[&str]], now: u64) {
+    let mut info = stage(stage_id, 0, prefs.len() as u32);
+    info.task_locality_preferences = prefs
+        .iter()
+        .map(|hosts| hosts.iter().map(|h| TaskLocation::Host(h.to_string())).collect())
+        .collect();
+    c.on_event(
+        &SparkListenerEvent::StageSubmitted {
+            stage_info: info,
+            properties: vec![],
+        },
+        now,
+        &all_active,
+    );
+}
+
+#[test]
+fn requests_carry_the_placement_hints_of_the_active_stages() {
+    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    // Stage 0: three tasks prefer host1 (one of them host2 as well), one has no preference.
+    submitted_with(&mut c, 0, &[&["host1"], &["host1", "host2"], &["host1"], &[]], 0);
+    assert_eq!(c.locality_aware_tasks(), 3);
+    let hosts = |pairs: &[(&str, u32)]| -> BTreeMap<String, u32> {
+        pairs.iter().map(|(h, n)| (h.to_string(), *n)).collect()
+    };
+    assert_eq!(c.host_to_local_task_count(), hosts(&[("host1", 3), ("host2", 1)]));
+    // Stage 1 adds its own; the request made at the backlog timeout carries the sums.
+    submitted_with(&mut c, 1, &[&["host2"], &["host3"]], 0);
+    let r = c.schedule(1_000);
+    let q = r.request.clone().expect("a new target");
+    assert_eq!(q.locality_aware_tasks, 5);
+    assert_eq!(
+        q.host_to_local_task_count,
+        hosts(&[("host1", 3), ("host2", 2), ("host3", 1)])
+    );
+    c.request_answered(&q, true);
+    c.round_done();
+    // Tasks starting do not change the hints; a completed stage takes its own away.
+    start(&mut c, 0, 0, "1", 1_100);
+    assert_eq!(c.locality_aware_tasks(), 5);
+    completed(&mut c, 0, 1_200);
+    assert_eq!(c.locality_aware_tasks(), 2);
+    assert_eq!(c.host_to_local_task_count(), hosts(&[("host2", 1), ("host3", 1)]));
+    assert_eq!(c.current_request("re-sync after a kill").locality_aware_tasks, 2);
+    completed(&mut c, 1, 1_300);
+    assert_eq!(
+        (c.locality_aware_tasks(), c.host_to_local_task_count()),
+        (0, hosts(&[]))
+    );
+}
+
+#[test]
+fn reset_restores_the_initial_target_and_forgets_the_executors() {
+    let mut c = ExecutorAllocationCore::new(config(0, 10, 2, 1, 1.0));
+    for id in ["1", "2", "3"] {
+        added(&mut c, id, 0);
+    }
+    // Idle for 60 s with nothing to run: the target drops to 0 and all three are killed.
+    let r = c.schedule(60_000);
+    let q = r.request.clone().expect("lowered");
+    assert_eq!(q.total, 0);
+    c.request_answered(&q, true);
+    let chosen = c.select_removals(&r.expired);
+    assert_eq!(chosen, vec!["1", "2", "3"]);
+    c.kill_answered(&chosen, &chosen);
+    c.round_done();
+    // A 200-task stage ramps the target up from the 3 executors still known.
+    submitted(&mut c, 0, 200, 60_000);
+    assert_eq!(round(&mut c, 61_000, true), Some(4));
+    assert_eq!(round(&mut c, 61_500, true), Some(5));
+    assert_eq!((c.to_add(), c.monitor().pending_removal_count()), (2, 3));
+
+    // A new ApplicationMaster registers.
+    c.reset();
+    assert_eq!((c.target(), c.to_add()), (2, 1));
+    assert_eq!(c.monitor().executor_count(), 0);
+    assert_eq!(c.monitor().pending_removal_count(), 0);
+    assert_eq!(
+        c.add_time(),
+        Some(0),
+        "executors are due at once while tasks wait"
+    );
+    assert_eq!(c.pending_tasks(), 200, "the listener's counts stay");
+    // The next round adds at once, from the initial target, with a fresh ramp-up.
+    assert_eq!(round(&mut c, 61_600, true), Some(3));
+    assert_eq!((c.to_add(), c.add_time()), (2, Some(62_100)));
 }
