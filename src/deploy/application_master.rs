@@ -544,6 +544,11 @@ impl ApplicationMaster {
             match res {
                 Ok(true) => act.unregistered = true,
                 Ok(false) => {}
+                // From the shutdown hook Spark ignores it with a warning (the RM may have
+                // ended the attempt already, as on a kill); otherwise it is an error.
+                Err(e) if act.finished_by_hook || act.stopped_from_outside => tracing::warn!(
+                    "Ignoring Exception while stopping ApplicationMaster from shutdown hook: {e}"
+                ),
                 Err(e) => tracing::error!("Failed to unregister the ApplicationMaster: {e}"),
             }
             act.exiting = true;

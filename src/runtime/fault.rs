@@ -656,7 +656,7 @@ impl Cluster {
                 let who = format!("{by} ({})", fault.when);
                 let due = match fault.when {
                     Trigger::At(at) => {
-                        held = None;
+                        drop(held.take());
                         cluster.clock().sleep_until(start.saturating_add(at)).await;
                         Due::Wait(None)
                     }
@@ -680,7 +680,7 @@ impl Cluster {
                                 let _ = tx.send(due);
                             }),
                         );
-                        held = None;
+                        drop(held.take());
                         rx.await.unwrap_or(Due::Wait(None))
                     }
                 };
