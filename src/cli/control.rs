@@ -1,4 +1,4 @@
-//! The live node's controls: `sparkyard actors` and `sparkyard chaos`.
+//! The live node's controls: `sparkyard actors`, `sparkyard chaos` and `sparkyard rmadmin`.
 //!
 //! Both talk to a running `sparkyard node` over its client port, found as `submit --master
 //! yarn` finds it (`yarn.resourcemanager.address` from `--config-dir` and `--conf`), with
@@ -19,8 +19,14 @@
 //!   [`crate::chaos::KILLABLE`] without the submit side, which lives in the submitting
 //!   process), run in the node; the plan is a pure function of these settings.
 //!
+//! - `rmadmin decommission <host>... [--timeout <duration>]`, `rmadmin recommission
+//!   <host>...`, `rmadmin nodes`: YARN's graceful decommission of NodeManagers
+//!   (`yarn rmadmin -refreshNodes -g`) and the node list (`yarn node -list -all`), served by
+//!   the ResourceManager; each prints every node with its state.
+//!
 //! A malformed pattern is refused before anything is sent; a pattern that matches no running
-//! actor is refused by the node. Both are one line naming the pattern and exit status 1.
+//! actor, or a host the node does not have, is refused by the node. Both are one line
+//! naming the pattern or host and exit status 1.
 
 use std::io::Write;
 use std::time::Duration;
@@ -30,8 +36,8 @@ use crate::rpc::tcp::ClientConnection;
 use crate::runtime::fault::Killed;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{FaultPlan, KillMode, PartitionMode, PathGlob, Span};
-use crate::yarn::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse};
-use crate::yarn::records::ApplicationId;
+use crate::yarn::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, RefreshNodes};
+use crate::yarn::records::{ApplicationId, NodeReport};
 
 /// How long a control waits to connect and for its answer.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,6 +59,70 @@ pub enum ChaosCommand {
         seed: u64,
         duration: Duration,
     },
+}
+
+/// What `sparkyard rmadmin` was asked to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RmadminCommand {
+    Decommission {
+        hosts: Vec<String>,
+        timeout: Option<Duration>,
+    },
+    Recommission {
+        hosts: Vec<String>,
+    },
+    Nodes,
+}
+
+/// The nodes as a table (`yarn node -list -all`): host, rack, state, running containers,
+/// memory and vcores used of the node's capability.
+pub fn format_nodes(nodes: &[NodeReport]) -> String {
+    let host_w = nodes.iter().map(|n| n.host.len()).max().unwrap_or(0).max(4);
+    let rack_w = nodes.iter().map(|n| n.rack.len()).max().unwrap_or(0).max(4);
+    let mut text = format!(
+        "Total Nodes:{}\n{:<host_w$}  {:<rack_w$}  {:<15}  CONTAINERS  MEMORY-USED/TOTAL  VCORES-USED/TOTAL\n",
+        nodes.len(),
+        "HOST",
+        "RACK",
+        "STATE"
+    );
+    for n in nodes {
+        let memory = format!("{}/{} MB", n.used.memory_mb, n.capability.memory_mb);
+        let vcores = format!("{}/{}", n.used.vcores, n.capability.vcores);
+        text.push_str(&format!(
+            "{:<host_w$}  {:<rack_w$}  {:<15}  {:<10}  {memory:<17}  {vcores}\n",
+            n.host,
+            n.rack,
+            n.state.to_string(),
+            n.num_containers,
+        ));
+    }
+    text
+}
+
+/// `sparkyard rmadmin`: decommissions, recommissions or lists the node's NodeManagers and
+/// prints the nodes with their states on `out`.
+pub fn rmadmin(conf: &SparkConf, command: RmadminCommand, out: &mut dyn Write) -> Result<(), String> {
+    let request = match command {
+        RmadminCommand::Decommission { hosts, timeout } => AdminRequest::RefreshNodes(RefreshNodes {
+            decommission: hosts,
+            recommission: Vec::new(),
+            graceful_timeout: timeout,
+        }),
+        RmadminCommand::Recommission { hosts } => AdminRequest::RefreshNodes(RefreshNodes {
+            decommission: Vec::new(),
+            recommission: hosts,
+            graceful_timeout: None,
+        }),
+        RmadminCommand::Nodes => AdminRequest::ListNodes,
+    };
+    let addr = node_address(conf)?;
+    let nodes = match call(&addr, request)? {
+        AdminResponse::Nodes(nodes) => nodes,
+        other => return Err(format!("unexpected answer from the node at {addr}: {other:?}")),
+    };
+    out.write_all(format_nodes(&nodes).as_bytes())
+        .map_err(|e| format!("cannot write output: {e}"))
 }
 
 /// The node's address (`host:port`) from the configuration.

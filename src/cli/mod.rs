@@ -1,4 +1,4 @@
-//! The `sparkyard` command line: `submit | node | logs | actors | chaos | executor`.
+//! The `sparkyard` command line: `submit | node | logs | actors | chaos | rmadmin | executor`.
 //!
 //! Every bad input ends with one line on stderr naming the problem and a non-zero status;
 //! clap's multi-line errors are cut to their first line. `submit` and `executor` take their
@@ -9,8 +9,8 @@
 //! application that failed, was killed or ended undefined; 255 `submit` with no arguments at
 //! all (spark-submit's -1); 101 `submit` of a class that is not registered (client mode);
 //! 130 `submit` interrupted by Ctrl-C; 3 the command needs a part of sparkyard that is not
-//! built yet (it says which); 70 `node` whose supervision tree gave up ([`node`]). `actors`
-//! and `chaos` talk to a running node ([`control`]);
+//! built yet (it says which); 70 `node` whose supervision tree gave up ([`node`]). `actors`,
+//! `chaos` and `rmadmin` talk to a running node ([`control`]);
 //! a node they cannot reach, a malformed pattern or one that matches no running actor is
 //! status 1.
 
@@ -69,6 +69,9 @@ enum Command {
     /// Inject faults into a running node: kill actors, partition them, run a seeded plan
     /// (the node is found at yarn.resourcemanager.address).
     Chaos(ChaosArgs),
+    /// Administer a running node's NodeManagers, as `yarn rmadmin -refreshNodes -g` and
+    /// `yarn node -list -all` do: decommission them gracefully, recommission them, list them.
+    Rmadmin(RmadminArgs),
     /// The executor backend (CoarseGrainedExecutorBackend) as a NodeManager launches it
     /// (`sparkyard executor --help` lists its arguments).
     #[command(disable_help_flag = true)]
@@ -170,6 +173,38 @@ enum ChaosAction {
     },
 }
 
+#[derive(Args, Debug)]
+struct RmadminArgs {
+    #[command(subcommand)]
+    action: RmadminAction,
+    #[command(flatten)]
+    conf: ConfArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum RmadminAction {
+    /// Put NodeManagers into graceful decommission (DECOMMISSIONING): no new container goes
+    /// there, the running ones drain (Spark decommissions its executors there with
+    /// spark.decommission.enabled), and once they and the applications that ran there are
+    /// done, or after the timeout with what still runs killed, the node is DECOMMISSIONED.
+    Decommission {
+        /// Host names of NodeManagers (`sparkyard rmadmin nodes` lists them).
+        #[arg(required = true, value_name = "HOST")]
+        hosts: Vec<String>,
+        /// How long the nodes may drain [default: yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs, 3600 s].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+    },
+    /// Take NodeManagers out of decommission: they run and take containers again.
+    Recommission {
+        /// Host names of NodeManagers.
+        #[arg(required = true, value_name = "HOST")]
+        hosts: Vec<String>,
+    },
+    /// List every NodeManager with its state, decommissioned ones included.
+    Nodes,
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}; e.g. 500ms, 2s, 1m 30s)"))
 }
@@ -230,6 +265,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
         Command::Logs(args) => logs(args),
         Command::Actors(args) => actors(args),
         Command::Chaos(args) => chaos(args),
+        Command::Rmadmin(args) => rmadmin(args),
         Command::Executor { args } => role(roles::ROLE_EXECUTOR, &args),
         Command::ApplicationMaster { args } => role(roles::ROLE_APPLICATION_MASTER, &args),
         Command::ExecutorLauncher { args } => role(roles::ROLE_EXECUTOR_LAUNCHER, &args),
@@ -331,6 +367,28 @@ fn chaos(args: ChaosArgs) -> i32 {
     let result = control_conf(&args.conf).and_then(|conf| {
         let stdout = std::io::stdout();
         control::chaos(&conf, command, &mut stdout.lock())
+    });
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            fail(WHO, &e);
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+fn rmadmin(args: RmadminArgs) -> i32 {
+    const WHO: &str = "sparkyard rmadmin";
+    let command = match args.action {
+        RmadminAction::Decommission { hosts, timeout } => {
+            control::RmadminCommand::Decommission { hosts, timeout }
+        }
+        RmadminAction::Recommission { hosts } => control::RmadminCommand::Recommission { hosts },
+        RmadminAction::Nodes => control::RmadminCommand::Nodes,
+    };
+    let result = control_conf(&args.conf).and_then(|conf| {
+        let stdout = std::io::stdout();
+        control::rmadmin(&conf, command, &mut stdout.lock())
     });
     match result {
         Ok(()) => EXIT_OK,

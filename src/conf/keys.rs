@@ -312,6 +312,11 @@ keys! {
     EXECUTOR_DECOMMISSION_FORCE_KILL_TIMEOUT: OptTimeEntry =
         OptEntry::new("spark.executor.decommission.forceKillTimeout", SECS, "(none)");
 
+    /// Spark's internal test setting: how long a decommissioned executor waits before it
+    /// first checks whether it can exit (milliseconds).
+    EXECUTOR_DECOMMISSION_INITIAL_SLEEP_MS: U64Entry =
+        ConfEntry::new("spark.test.executor.decommission.initial.sleep.millis", IntKind::new(), "1000");
+
     // ---------------------------------------------------------------- task scheduling
 
     /// Attempts of one task before its task set (and so the job) is aborted.
@@ -861,6 +866,14 @@ keys! {
     /// forgotten, oldest first).
     RM_MAX_COMPLETED_APPLICATIONS: U64Entry =
         ConfEntry::new("yarn.resourcemanager.max-completed-applications", IntKind::new(), "1000");
+
+    /// How long a node put into graceful decommission without a timeout of its own may
+    /// drain before its remaining containers are killed. Bare numbers are seconds.
+    RM_NM_GRACEFUL_DECOMMISSION_TIMEOUT: TimeEntry = ConfEntry::new(
+        "yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs",
+        SECS,
+        "3600"
+    );
 
     /// Period of NodeManager heartbeats to the RM. Bare numbers are milliseconds.
     RM_NM_HEARTBEAT_INTERVAL_MS: TimeEntry =

@@ -132,6 +132,11 @@ pub fn task_scheduler_config(conf: &SparkConf) -> TaskSchedulerConfig {
             .and(conf.get(&conf::EXECUTOR_CORES).ok()),
         external_shuffle_service: conf.get(&conf::SHUFFLE_SERVICE_ENABLED).unwrap_or(false),
         starvation_timeout_ms: ms(&conf::STARVATION_TIMEOUT, d.starvation_timeout_ms),
+        executor_decommission_kill_interval_ms: conf
+            .get(&conf::EXECUTOR_DECOMMISSION_KILL_INTERVAL)
+            .ok()
+            .flatten()
+            .map(|d| d.as_millis() as u64),
     }
 }
 

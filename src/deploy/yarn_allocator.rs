@@ -53,11 +53,13 @@ use crate::conf::{self, SparkConf};
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
 use crate::scheduler::loss_reason::ExecutorLossReason;
-use crate::scheduler::messages::{RemoveExecutor, RequestExecutors, RetrieveLastAllocatedExecutorId};
+use crate::scheduler::messages::{
+    DecommissionExecutorsOnHost, RemoveExecutor, RequestExecutors, RetrieveLastAllocatedExecutorId,
+};
 use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use crate::yarn::node::container_path;
 use crate::yarn::protocol::{Allocate, GetClusterNodes, YarnError};
-use crate::yarn::records::{ApplicationAttemptId, ContainerId, Resource};
+use crate::yarn::records::{ApplicationAttemptId, ContainerId, NodeReport, NodeState, Resource};
 use crate::yarn::resource_manager::{ask_rm, ResourceManager};
 
 /// How the allocator answers a loss-reason question later.
@@ -220,7 +222,13 @@ pub struct AllocatorKept {
     watched: BTreeMap<ActorPath, ContainerId>,
     /// Launches handed to the launcher and not answered yet: when, and what.
     launches: BTreeMap<ContainerId, (Duration, ExecutorRunnable)>,
+    /// Hosts already reported DECOMMISSIONING to the driver, oldest first (Spark's
+    /// decommissioningNodesCache, at most [`DECOMMISSIONING_NODES_CACHE_SIZE`]).
+    decommissioning_nodes: std::collections::VecDeque<String>,
 }
+
+/// Spark's YarnAllocator.DECOMMISSIONING_NODES_CACHE_SIZE.
+pub const DECOMMISSIONING_NODES_CACHE_SIZE: usize = 200;
 
 /// The launcher restarted: hand it every launch still in flight again.
 #[derive(Debug, Message)]
@@ -240,6 +248,9 @@ pub struct YarnAllocator {
     timeout: Duration,
     /// How long a launch may stay unanswered before it counts as failed.
     launch_timeout: Duration,
+    /// `spark.decommission.enabled` without an external shuffle service: executors on a
+    /// node YARN decommissions are decommissioned.
+    yarn_executor_decommission: bool,
 }
 
 fn emit(lines: Vec<LogLine>) {
@@ -266,6 +277,19 @@ impl YarnAllocator {
         let timeout = conf
             .get(&conf::RPC_ASK_TIMEOUT)
             .unwrap_or(Duration::from_secs(120));
+        let yarn_executor_decommission = match (
+            conf.get(&conf::DECOMMISSION_ENABLED).unwrap_or(false),
+            conf.get(&conf::SHUFFLE_SERVICE_ENABLED).unwrap_or(false),
+        ) {
+            (true, false) => true,
+            (true, true) => {
+                tracing::warn!(
+                    "Yarn Executor Decommissioning is supported only when spark.shuffle.service.enabled is set to false. See: SPARK-39018."
+                );
+                false
+            }
+            (false, _) => false,
+        };
         YarnAllocator {
             rm: me.endpoint(&rm),
             driver: me.endpoint(&driver_yse),
@@ -277,6 +301,29 @@ impl YarnAllocator {
             in_flight: false,
             timeout,
             launch_timeout: timeout.saturating_mul(2),
+            yarn_executor_decommission,
+        }
+    }
+
+    /// handleNodesInDecommissioningState: each node newly reported DECOMMISSIONING (YARN
+    /// placed executors there before) gets its executors decommissioned by the driver.
+    fn handle_decommissioning_nodes(&self, kept: &mut AllocatorKept, updated: &[NodeReport]) {
+        for node in updated {
+            if node.state != NodeState::Decommissioning || kept.decommissioning_nodes.contains(&node.host) {
+                continue;
+            }
+            tracing::info!(
+                host = node.host.as_str(),
+                "Node {} is DECOMMISSIONING: asking the driver to decommission its executors",
+                node.host
+            );
+            let _ = self.driver.tell(DecommissionExecutorsOnHost {
+                host: node.host.clone(),
+            });
+            kept.decommissioning_nodes.push_back(node.host.clone());
+            while kept.decommissioning_nodes.len() > DECOMMISSIONING_NODES_CACHE_SIZE {
+                kept.decommissioning_nodes.pop_front();
+            }
         }
     }
 
@@ -361,6 +408,9 @@ impl YarnAllocator {
         let mut kept = self.kept.lock();
         kept.response_id = resp.response_id;
         kept.releases_in_flight.clear();
+        if self.yarn_executor_decommission {
+            self.handle_decommissioning_nodes(&mut kept, &resp.updated_nodes);
+        }
         let racks = kept.racks.clone();
         let rack_of = move |h: &str| racks.get(h).cloned();
         let AllocatorKept {

@@ -82,6 +82,42 @@ impl HeartbeatSettings {
     }
 }
 
+/// How often a decommissioned executor checks whether it can exit (Spark's 1 s loop).
+const DECOMMISSION_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Spark's ExecutorLossMessage.decommissionFinished.
+pub const DECOMMISSION_FINISHED: &str = "Finished decommissioning";
+
+/// The decommission settings, from the application's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct DecommissionSettings {
+    /// `spark.decommission.enabled`.
+    enabled: bool,
+    /// `spark.test.executor.decommission.initial.sleep.millis` (1 s).
+    initial_sleep: Duration,
+}
+
+impl DecommissionSettings {
+    fn from_properties(props: &[(String, String)]) -> Self {
+        let mut conf = crate::conf::SparkConf::new();
+        for (k, v) in props {
+            conf.set(k.clone(), v.clone());
+        }
+        DecommissionSettings {
+            enabled: conf.get(&crate::conf::DECOMMISSION_ENABLED).unwrap_or(false),
+            initial_sleep: Duration::from_millis(
+                conf.get(&crate::conf::EXECUTOR_DECOMMISSION_INITIAL_SLEEP_MS)
+                    .unwrap_or(1000),
+            ),
+        }
+    }
+}
+
+/// A task thread ended while the executor decommissions: see whether it can exit now.
+#[derive(Clone, Debug, actix::Message)]
+#[rtype(result = "()")]
+struct DecommissionCheck;
+
 /// A jitter in [0, interval) that is a pure function of the executor id, so runs repeat
 /// (Spark draws it at random to spread executors' heartbeats).
 fn heartbeat_jitter(executor_id: &str, interval: Duration) -> Duration {
@@ -101,6 +137,9 @@ pub struct Executor {
     handle: ExecutorHandle,
     /// Running tasks' tokens by task id (task threads remove their own).
     running: Arc<DashMap<u64, CancelToken>>,
+    /// Decommissioning: each task thread that ends asks the backend to check whether it can
+    /// exit.
+    decommissioned: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Executor {
@@ -126,6 +165,11 @@ pub struct CoarseGrainedExecutorBackend {
     /// Heartbeats failed in a row; whether one is in flight.
     heartbeat_failures: u32,
     heartbeat_in_flight: bool,
+    decommission: DecommissionSettings,
+    /// decommissionSelf ran (Spark's `decommissioned`).
+    decommissioned: bool,
+    /// The first exit check after the initial sleep has run (task ends check from then on).
+    decommission_checking: bool,
 }
 
 impl CoarseGrainedExecutorBackend {
@@ -143,6 +187,12 @@ impl CoarseGrainedExecutorBackend {
             stopping: false,
             heartbeat_failures: 0,
             heartbeat_in_flight: false,
+            decommission: DecommissionSettings {
+                enabled: false,
+                initial_sleep: Duration::from_secs(1),
+            },
+            decommissioned: false,
+            decommission_checking: false,
         }
     }
 
@@ -216,6 +266,66 @@ impl CoarseGrainedExecutorBackend {
                 }
             }
         }));
+    }
+
+    /// Spark's decommissionSelf: with `spark.decommission.enabled`, the executor takes note
+    /// (the driver offers it nothing more), and once no task runs it exits with status 0,
+    /// telling the driver "Finished decommissioning". The first check comes after the
+    /// initial sleep, then every second and whenever a task ends.
+    fn decommission_self(&mut self, ctx: &mut Context<Self>) {
+        let id = self.args.executor_id.clone();
+        if !self.decommission.enabled {
+            tracing::warn!("Receive decommission request, but decommission feature is disabled.");
+            return;
+        }
+        if self.decommissioned {
+            tracing::warn!(
+                executor_id = id.as_str(),
+                "Executor {id} already started decommissioning."
+            );
+            return;
+        }
+        tracing::info!(
+            event = "executor_decommission",
+            executor_id = id.as_str(),
+            "Decommission executor {id}."
+        );
+        self.decommissioned = true;
+        if let Some(executor) = &self.executor {
+            executor
+                .decommissioned
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let clock = self.me.clock().clone();
+        run_at_fixed_rate(
+            ctx,
+            &clock,
+            self.decommission.initial_sleep,
+            DECOMMISSION_CHECK_INTERVAL,
+            |act: &mut Self, ctx| {
+                act.decommission_checking = true;
+                act.check_decommission_done(ctx)
+            },
+        );
+        tracing::info!("Will exit when finished decommissioning");
+    }
+
+    /// The decommissioned executor exits once no task runs.
+    fn check_decommission_done(&mut self, ctx: &mut Context<Self>) {
+        if self.stopping {
+            return;
+        }
+        tracing::debug!("Checking to see if we can shutdown.");
+        let running = self.executor.as_ref().map_or(0, |e| e.running.len());
+        if running == 0 {
+            tracing::info!("No running tasks, no block migration configured, stopping.");
+            self.exit_executor(ctx, 0, DECOMMISSION_FINISHED, true);
+        } else {
+            tracing::info!(
+                running_tasks = running as u64,
+                "Blocked from shutdown by {running} running tasks"
+            );
+        }
     }
 
     /// Spark's exitExecutor: only the first call acts; optionally tells the driver first.
@@ -361,6 +471,7 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
             recent: RecentStatuses::default(),
         };
         let heartbeats = HeartbeatSettings::from_properties(&self.spark_properties);
+        self.decommission = DecommissionSettings::from_properties(&self.spark_properties);
         self.executor = Some(Executor {
             executor_id: executor_id.clone(),
             cores: self.args.cores,
@@ -371,6 +482,7 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
             ),
             handle,
             running: Arc::new(DashMap::new()),
+            decommissioned: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         });
         tracing::info!(
             cores = self.args.cores,
@@ -476,12 +588,21 @@ impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
         };
         let (task_id, cpus) = (desc.task_id, desc.cpus);
         tracing::debug!(task_id, "Got assigned task {task_id}");
+        if self.decommissioned {
+            tracing::error!(task_id, "Launching a task while in decommissioned state.");
+        }
         let token = self.me.cancel_token().child();
         executor.running.insert(task_id, token.clone());
         let (handle, running) = (executor.handle.clone(), executor.running.clone());
+        let decommissioned = executor.decommissioned.clone();
         let job = Box::new(move || {
             task_runner::run(desc, &handle, &token);
             running.remove(&task_id);
+            if decommissioned.load(std::sync::atomic::Ordering::SeqCst) {
+                let backend: EndpointRef<CoarseGrainedExecutorBackend> =
+                    handle.cluster.endpoint(&handle.executor_ref);
+                let _ = backend.tell(DecommissionCheck);
+            }
         });
         if executor.pool.execute(job).is_err() {
             executor.running.remove(&task_id);
@@ -601,5 +722,59 @@ impl Handler<ReportTaskStatuses> for CoarseGrainedExecutorBackend {
             unknown,
             "Reported again to the restarted driver endpoint: {running} running, {resent} final status(es) sent again, {unknown} unknown"
         );
+    }
+}
+
+impl Handler<DecommissionExecutor> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, _: DecommissionExecutor, ctx: &mut Context<Self>) {
+        self.decommission_self(ctx);
+    }
+}
+
+impl Handler<DecommissionCheck> for CoarseGrainedExecutorBackend {
+    type Result = ();
+
+    fn handle(&mut self, _: DecommissionCheck, ctx: &mut Context<Self>) {
+        if self.decommissioned && self.decommission_checking {
+            self.check_decommission_done(ctx);
+        }
+    }
+}
+
+impl Handler<ExecutorDecommissionSigReceived> for CoarseGrainedExecutorBackend {
+    type Result = actix::ResponseActFuture<Self, bool>;
+
+    /// The decommission signal: the driver is told first (so it stops offering this
+    /// executor), then the executor decommissions itself. Answers whether it did. Without
+    /// `spark.decommission.enabled` nothing happens (Spark installs no signal handler then).
+    fn handle(&mut self, _: ExecutorDecommissionSigReceived, _: &mut Context<Self>) -> Self::Result {
+        if !self.decommission.enabled {
+            // Spark registers its decommission signal handler only with the feature on.
+            tracing::warn!("Receive decommission request, but decommission feature is disabled.");
+            return Box::pin(actix::fut::ready(false));
+        }
+        let Some(driver) = self.driver() else {
+            return Box::pin(actix::fut::ready(self.decommissioned));
+        };
+        let ask = driver.ask(
+            ExecutorDecommissioning {
+                executor_id: self.args.executor_id.clone(),
+            },
+            self.ask_timeout,
+        );
+        Box::pin(ask.into_actor(self).map(|answer, act, ctx| match answer {
+            Ok(true) => {
+                act.decommission_self(ctx);
+                act.decommissioned
+            }
+            Ok(false) => act.decommissioned,
+            Err(e) => {
+                tracing::error!("Fail to tell driver that we are starting decommissioning: {e}");
+                act.decommissioned = false;
+                false
+            }
+        }))
     }
 }

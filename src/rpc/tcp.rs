@@ -1344,6 +1344,7 @@ mod tests {
             capability: Resource::new(8192, 8),
             used: Resource::new(1024, 1),
             num_containers: 1,
+            state: Default::default(),
         }
     }
 

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, WrapFuture};
 use serde::Serialize;
 
 use super::dag_scheduler::{to_dag_event, BackendEvent, DagQueueRef};
@@ -39,6 +39,7 @@ use super::yarn_scheduler_endpoint::{ExecutorDisconnected, YarnSchedulerEndpoint
 use crate::conf::SparkConf;
 use crate::executor::backend::CoarseGrainedExecutorBackend;
 use crate::rpc::EndpointRef;
+use crate::runtime::timers::run_later;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
 
 /// What the driver knows of one executor (Spark's ExecutorData).
@@ -74,14 +75,22 @@ pub struct DriverState {
     /// rpHostToLocalTaskCount), sent again with any later request of totals.
     pub requested_locality_aware_tasks: BTreeMap<u32, u32>,
     pub requested_host_to_local_task_count: BTreeMap<u32, BTreeMap<String, u32>>,
+    /// Executors being decommissioned (Spark's executorsPendingDecommission): no task is
+    /// offered to them, and their loss is `ExecutorDecommission` with this info.
+    pub pending_decommission: BTreeMap<String, ExecutorDecommissionInfo>,
+    /// When a decommissioning executor that has not gone is killed
+    /// (`spark.executor.decommission.forceKillTimeout`), epoch milliseconds.
+    pub decommission_deadlines: BTreeMap<String, u64>,
 }
 
 impl DriverState {
-    /// isExecutorActive: registered, and neither being removed nor lost.
-    pub fn is_executor_active(&self, executor_id: &str) -> bool {
-        self.executors.contains_key(executor_id)
-            && !self.pending_to_remove.contains_key(executor_id)
-            && !self.pending_loss_reason.contains(executor_id)
+    /// Spark's `isExecutorActive`: registered, and neither being killed, nor lost with its
+    /// reason pending, nor decommissioning.
+    pub fn is_executor_active(&self, id: &str) -> bool {
+        self.executors.contains_key(id)
+            && !self.pending_to_remove.contains_key(id)
+            && !self.pending_loss_reason.contains(id)
+            && !self.pending_decommission.contains_key(id)
     }
 }
 
@@ -253,11 +262,7 @@ impl DriverEndpoint {
         }
         let offers: Vec<WorkerOffer> = {
             let st = self.state.lock();
-            let active = |id: &str, d: &ExecutorData| {
-                d.free_cores > 0
-                    && !st.pending_loss_reason.contains(id)
-                    && !st.pending_to_remove.contains_key(id)
-            };
+            let active = |id: &str, d: &ExecutorData| d.free_cores > 0 && st.is_executor_active(id);
             match only {
                 Some(id) => st
                     .executors
@@ -369,10 +374,7 @@ impl DriverEndpoint {
     /// Executors registered, not pending a loss reason and not being killed.
     fn active_executors(&self) -> usize {
         let st = self.state.lock();
-        st.executors
-            .keys()
-            .filter(|id| !st.pending_loss_reason.contains(*id) && !st.pending_to_remove.contains_key(*id))
-            .count()
+        st.executors.keys().filter(|id| st.is_executor_active(id)).count()
     }
 
     fn yarn_scheduler(&self) -> EndpointRef<YarnSchedulerEndpoint> {
@@ -400,10 +402,13 @@ impl DriverEndpoint {
 
     fn remove_executor(&mut self, executor_id: &str, reason: &ExecutorLossReason, ctx: &mut Context<Self>) {
         let killed_by_driver;
+        let decommissioned;
         let removed = {
             let mut st = self.state.lock();
             st.pending_loss_reason.remove(executor_id);
             killed_by_driver = st.pending_to_remove.remove(executor_id).unwrap_or(false);
+            decommissioned = st.pending_decommission.remove(executor_id);
+            st.decommission_deadlines.remove(executor_id);
             let data = st.executors.remove(executor_id);
             if let Some(d) = &data {
                 st.total_core_count = st.total_core_count.saturating_sub(d.total_cores);
@@ -411,13 +416,18 @@ impl DriverEndpoint {
             }
             data
         };
-        // An executor the driver killed is lost as ExecutorKilled, whatever the AM says.
-        let killed = ExecutorLossReason::ExecutorKilled;
-        let reason = if killed_by_driver && removed.is_some() {
-            &killed
-        } else {
-            reason
+        // An executor the driver killed is lost as ExecutorKilled, whatever the AM says; one
+        // being decommissioned is lost as ExecutorDecommission (its tasks' failures do not
+        // count, and its map outputs are rerun).
+        let effective = match (&removed, killed_by_driver, decommissioned) {
+            (Some(_), true, _) => Some(ExecutorLossReason::ExecutorKilled),
+            (Some(_), false, Some(info)) => Some(ExecutorLossReason::ExecutorDecommission {
+                worker_host: info.worker_host,
+                reason: info.message,
+            }),
+            _ => None,
         };
+        let reason = effective.as_ref().unwrap_or(reason);
         match removed {
             Some(data) => {
                 let _ = self.executor(&data.executor_ref).tell(StopExecutor);
@@ -466,6 +476,7 @@ impl Actor for DriverEndpoint {
         for (_, path) in &known {
             me.watch(ctx, path);
         }
+        self.rearm_force_kills(ctx);
         if self.me.incarnation() <= 1 || known.is_empty() {
             return;
         }
@@ -523,6 +534,7 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
             event = "executor_registered",
             executor_id = msg.executor_id.as_str(),
             host = msg.hostname.as_str(),
+            executor_ref = msg.executor_ref.as_str(),
             cores = msg.cores,
             registered,
             "Registered executor {} ({}) with ID {}, ResourceProfileId {}",
@@ -599,6 +611,7 @@ impl Handler<Terminated> for DriverEndpoint {
     /// An executor's RPC connection dropped (it ended). YarnDriverEndpoint.onDisconnected:
     /// disable it and let the AM say why.
     fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
+        let mut decommissioning = false;
         let found = {
             let mut st = self.state.lock();
             let id = st
@@ -607,14 +620,29 @@ impl Handler<Terminated> for DriverEndpoint {
                 .find(|(_, d)| d.executor_ref == msg.path)
                 .map(|(id, _)| id.clone());
             if let Some(id) = &id {
-                st.pending_loss_reason.insert(id.clone());
                 if let Some(d) = st.executors.get_mut(id) {
                     d.free_cores = 0;
+                }
+                // disableExecutor: a decommissioning executor (not also being killed) is
+                // not disabled; its removal comes from the executor itself ("Finished
+                // decommissioning") or from the AM when its container completes.
+                decommissioning =
+                    st.pending_decommission.contains_key(id) && !st.pending_to_remove.contains_key(id);
+                if !decommissioning {
+                    st.pending_loss_reason.insert(id.clone());
                 }
             }
             id
         };
         let Some(executor_id) = found else { return };
+        if decommissioning {
+            tracing::info!(
+                executor_id = executor_id.as_str(),
+                "decommissioning executor {executor_id} disconnected ({}); waiting for its removal",
+                msg.reason
+            );
+            return;
+        }
         if self.stopping {
             return;
         }
@@ -890,53 +918,38 @@ impl Handler<ClientRequestTotalExecutors> for DriverEndpoint {
     }
 }
 
-impl Handler<ClientKillExecutors> for DriverEndpoint {
-    type Result = actix::ResponseFuture<Vec<String>>;
-
+impl DriverEndpoint {
     /// killExecutors: known executors not already pending removal and, unless forced, not
     /// busy, are marked pending removal (no more offers), the requested totals drop first if
-    /// they are not to be replaced, then the AM is asked to kill them. Answers those killed.
-    fn handle(&mut self, msg: ClientKillExecutors, _: &mut Context<Self>) -> Self::Result {
+    /// they are not to be replaced, then the AM is asked to kill them. The future answers
+    /// those killed.
+    fn kill_executors(
+        &mut self,
+        executor_ids: &[String],
+        adjust_target_num_executors: bool,
+        count_failures: bool,
+        force: bool,
+    ) -> actix::ResponseFuture<Vec<String>> {
         tracing::info!(
-            executors = msg.executor_ids.join(",").as_str(),
+            executors = executor_ids.join(",").as_str(),
             "Requesting to kill executor(s) {}",
-            msg.executor_ids.join(", ")
+            executor_ids.join(", ")
         );
         let (to_kill, adjusted) = {
             let ts = self.links.task_scheduler.lock();
             let mut st = self.state.lock();
             let mut to_kill = Vec::new();
-            for id in &msg.executor_ids {
+            for id in executor_ids {
                 if !st.executors.contains_key(id) {
                     tracing::warn!(executor_id = id.as_str(), "Executor to kill {id} does not exist!");
-                } else if !st.pending_to_remove.contains_key(id) && (msg.force || !ts.is_executor_busy(id)) {
+                } else if !st.pending_to_remove.contains_key(id) && (force || !ts.is_executor_busy(id)) {
                     to_kill.push(id.clone());
                 }
             }
             for id in &to_kill {
-                st.pending_to_remove.insert(id.clone(), !msg.count_failures);
+                st.pending_to_remove.insert(id.clone(), !count_failures);
             }
-            let adjusted = if msg.adjust_target_num_executors {
-                let profiles: Vec<u32> = to_kill
-                    .iter()
-                    .filter_map(|id| st.executors.get(id).map(|d| d.resource_profile_id))
-                    .collect();
-                let totals = st.requested_totals.get_or_insert_with(BTreeMap::new);
-                for rp in profiles {
-                    let t = totals.entry(rp).or_insert(0);
-                    *t = t.saturating_sub(1);
-                }
-                Some(RequestExecutors {
-                    resource_profile_to_total_execs: totals.clone(),
-                    num_locality_aware_tasks_per_resource_profile_id: st
-                        .requested_locality_aware_tasks
-                        .clone(),
-                    host_to_local_task_count: st.requested_host_to_local_task_count.clone(),
-                    excluded_nodes: Default::default(),
-                })
-            } else {
-                None
-            };
+            let adjusted = adjust_target_num_executors.then(|| Self::adjust_totals(&mut st, &to_kill));
             (to_kill, adjusted)
         };
         tracing::info!(
@@ -962,6 +975,256 @@ impl Handler<ClientKillExecutors> for DriverEndpoint {
                 _ => Vec::new(),
             }
         })
+    }
+
+    /// adjustExecutors: the requested totals no longer include `ids` (a total of 0 when none
+    /// was ever requested: the executors were started by default); answers the request to
+    /// send, with the placement hints last requested.
+    fn adjust_totals(st: &mut DriverState, ids: &[String]) -> RequestExecutors {
+        let profiles: Vec<u32> = ids
+            .iter()
+            .filter_map(|id| st.executors.get(id).map(|d| d.resource_profile_id))
+            .collect();
+        let totals = st.requested_totals.get_or_insert_with(BTreeMap::new);
+        for rp in profiles {
+            let t = totals.entry(rp).or_insert(0);
+            *t = t.saturating_sub(1);
+        }
+        RequestExecutors {
+            resource_profile_to_total_execs: totals.clone(),
+            num_locality_aware_tasks_per_resource_profile_id: st.requested_locality_aware_tasks.clone(),
+            host_to_local_task_count: st.requested_host_to_local_task_count.clone(),
+            excluded_nodes: Default::default(),
+        }
+    }
+
+    /// decommissionExecutors: each active executor is noted decommissioning (no more offers;
+    /// the TaskSchedulerImpl stops counting it for locality), the totals drop if it is not
+    /// to be replaced, and unless it asked itself it is told DecommissionExecutor. With
+    /// `spark.executor.decommission.forceKillTimeout`, one still there after it is killed.
+    /// Answers the executors decommissioned.
+    fn decommission_executors(
+        &mut self,
+        executors: Vec<(String, ExecutorDecommissionInfo)>,
+        adjust_target_num_executors: bool,
+        triggered_by_executor: bool,
+        ctx: &mut Context<Self>,
+    ) -> Vec<String> {
+        let now = self.now();
+        let force_kill = self
+            .conf
+            .get(&crate::conf::EXECUTOR_DECOMMISSION_FORCE_KILL_TIMEOUT)
+            .ok()
+            .flatten();
+        let (decommissioned, refs, adjusted, events) = {
+            let mut ts = self.links.task_scheduler.lock();
+            let mut st = self.state.lock();
+            let mut decommissioned = Vec::new();
+            let mut refs = Vec::new();
+            for (id, info) in executors {
+                if !st.is_executor_active(&id) {
+                    continue;
+                }
+                ts.executor_decommission(&id, info.worker_host.clone(), now);
+                st.pending_decommission.insert(id.clone(), info);
+                if let Some(timeout) = force_kill {
+                    let at = now.saturating_add(timeout.as_millis() as u64);
+                    st.decommission_deadlines.insert(id.clone(), at);
+                }
+                if let Some(d) = st.executors.get(&id) {
+                    refs.push((id.clone(), d.executor_ref.clone()));
+                }
+                decommissioned.push(id);
+            }
+            let adjusted = (adjust_target_num_executors && !decommissioned.is_empty())
+                .then(|| Self::adjust_totals(&mut st, &decommissioned));
+            (decommissioned, refs, adjusted, ts.take_events())
+        };
+        self.dispatch(events, None, ctx);
+        tracing::info!(
+            event = "executor_decommission",
+            executors = decommissioned.join(",").as_str(),
+            triggered_by_executor,
+            "Decommission executors: {}",
+            decommissioned.join(", ")
+        );
+        if let Some(request) = adjusted {
+            let (yse, timeout) = (self.yarn_scheduler(), self.ask_timeout());
+            actix::spawn(async move {
+                let _ = yse.ask(request, timeout).await;
+            });
+        }
+        if !triggered_by_executor {
+            for (id, path) in refs {
+                tracing::info!(
+                    executor_id = id.as_str(),
+                    "Notify executor {id} to decommissioning."
+                );
+                let _ = self.executor(&path).tell(DecommissionExecutor);
+            }
+        }
+        if let Some(timeout) = force_kill.filter(|_| !decommissioned.is_empty()) {
+            self.arm_force_kill(decommissioned.clone(), timeout, ctx);
+        }
+        decommissioned
+    }
+
+    /// Kills, after `timeout`, those of `ids` still decommissioning.
+    fn arm_force_kill(&self, ids: Vec<String>, timeout: std::time::Duration, ctx: &mut Context<Self>) {
+        let clock = self.me.clock().clone();
+        run_later(ctx, &clock, timeout, move |act: &mut Self, ctx| {
+            act.kill_stragglers(&ids, timeout, ctx)
+        });
+    }
+
+    fn kill_stragglers(&mut self, ids: &[String], timeout: std::time::Duration, ctx: &mut Context<Self>) {
+        let stragglers: Vec<String> = {
+            let mut st = self.state.lock();
+            let s: Vec<String> = ids
+                .iter()
+                .filter(|id| st.pending_decommission.contains_key(*id))
+                .cloned()
+                .collect();
+            for id in ids {
+                st.decommission_deadlines.remove(id);
+            }
+            s
+        };
+        if stragglers.is_empty() || self.stopping {
+            return;
+        }
+        tracing::info!(
+            event = "executor_decommission_force_kill",
+            executors = stragglers.join(",").as_str(),
+            "List({}) failed to decommission in {}, killing.",
+            stragglers.join(", "),
+            timeout.as_secs()
+        );
+        let kill = self.kill_executors(&stragglers, false, false, true);
+        ctx.spawn(kill.into_actor(self).map(|_, _, _| ()));
+    }
+
+    /// After a restart: the force kills the previous incarnation had armed.
+    fn rearm_force_kills(&self, ctx: &mut Context<Self>) {
+        let now = self.now();
+        let deadlines: Vec<(String, u64)> = self
+            .state
+            .lock()
+            .decommission_deadlines
+            .iter()
+            .map(|(id, at)| (id.clone(), *at))
+            .collect();
+        let timeout = self
+            .conf
+            .get(&crate::conf::EXECUTOR_DECOMMISSION_FORCE_KILL_TIMEOUT)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        for (id, at) in deadlines {
+            let clock = self.me.clock().clone();
+            let delay = std::time::Duration::from_millis(at.saturating_sub(now));
+            run_later(ctx, &clock, delay, move |act: &mut Self, ctx| {
+                act.kill_stragglers(std::slice::from_ref(&id), timeout, ctx)
+            });
+        }
+    }
+}
+
+impl Handler<ClientKillExecutors> for DriverEndpoint {
+    type Result = actix::ResponseFuture<Vec<String>>;
+
+    fn handle(&mut self, msg: ClientKillExecutors, _: &mut Context<Self>) -> Self::Result {
+        self.kill_executors(
+            &msg.executor_ids,
+            msg.adjust_target_num_executors,
+            msg.count_failures,
+            msg.force,
+        )
+    }
+}
+
+impl Handler<ClientDecommissionExecutors> for DriverEndpoint {
+    type Result = MessageResult<ClientDecommissionExecutors>;
+
+    fn handle(
+        &mut self,
+        msg: ClientDecommissionExecutors,
+        ctx: &mut Context<Self>,
+    ) -> MessageResult<ClientDecommissionExecutors> {
+        MessageResult(self.decommission_executors(
+            msg.executors,
+            msg.adjust_target_num_executors,
+            msg.triggered_by_executor,
+            ctx,
+        ))
+    }
+}
+
+impl Handler<KillExecutorsOnHost> for DriverEndpoint {
+    type Result = ();
+
+    /// Kills every executor alive on the host: forced, replaced, failures not counted.
+    fn handle(&mut self, msg: KillExecutorsOnHost, ctx: &mut Context<Self>) {
+        let alive = self
+            .links
+            .task_scheduler
+            .lock()
+            .executors_alive_on_host(&msg.host);
+        let Some(execs) = alive else {
+            tracing::info!(host = msg.host.as_str(), "No executor to kill on {}", msg.host);
+            return;
+        };
+        tracing::info!(
+            host = msg.host.as_str(),
+            executors = execs.join(",").as_str(),
+            "Killing all executors on host {}: {}",
+            msg.host,
+            execs.join(", ")
+        );
+        let kill = self.kill_executors(&execs, false, false, true);
+        ctx.spawn(kill.into_actor(self).map(|_, _, _| ()));
+    }
+}
+
+impl Handler<DecommissionExecutorsOnHost> for DriverEndpoint {
+    type Result = ();
+
+    /// Decommissions every executor alive on the host (not replaced by lowering the
+    /// target: the allocator replaces them elsewhere).
+    fn handle(&mut self, msg: DecommissionExecutorsOnHost, ctx: &mut Context<Self>) {
+        let alive = self
+            .links
+            .task_scheduler
+            .lock()
+            .executors_alive_on_host(&msg.host);
+        let Some(execs) = alive else {
+            tracing::info!(
+                host = msg.host.as_str(),
+                "No executor to decommission on {}",
+                msg.host
+            );
+            return;
+        };
+        let info = ExecutorDecommissionInfo::new(format!("Decommissioning all executors on {}.", msg.host));
+        let list = execs.into_iter().map(|e| (e, info.clone())).collect();
+        self.decommission_executors(list, false, false, ctx);
+    }
+}
+
+impl Handler<ExecutorDecommissioning> for DriverEndpoint {
+    type Result = bool;
+
+    /// An executor decommissions itself (its signal): noted without telling it again.
+    fn handle(&mut self, msg: ExecutorDecommissioning, ctx: &mut Context<Self>) -> bool {
+        let id = msg.executor_id;
+        tracing::warn!(
+            executor_id = id.as_str(),
+            "Received executor {id} decommissioned message"
+        );
+        let info = ExecutorDecommissionInfo::new(format!("Executor {id} is decommissioned."));
+        !self
+            .decommission_executors(vec![(id, info)], false, true, ctx)
+            .is_empty()
     }
 }
 

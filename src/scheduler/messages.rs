@@ -186,3 +186,73 @@ pub struct ClientKillExecutors {
     pub count_failures: bool,
     pub force: bool,
 }
+
+// ------------------------------------------------------------------ decommissioning
+
+/// Why an executor is being decommissioned (Spark's ExecutorDecommissionInfo): the message
+/// its loss will carry (`ExecutorDecommission`), and the host when the whole host goes
+/// away with it (its shuffle files with it), which no YARN decommission sets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutorDecommissionInfo {
+    pub message: String,
+    pub worker_host: Option<String>,
+}
+
+impl ExecutorDecommissionInfo {
+    pub fn new(message: impl Into<String>) -> Self {
+        ExecutorDecommissionInfo {
+            message: message.into(),
+            worker_host: None,
+        }
+    }
+}
+
+/// Kills every executor alive on a host (the backend, for the HealthTracker's node
+/// exclusion): forced, without a target adjustment and without counting failures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct KillExecutorsOnHost {
+    pub host: String,
+}
+
+/// Decommissions every executor alive on a host (the allocator, for a node YARN put into
+/// DECOMMISSIONING, through the YarnSchedulerEndpoint).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct DecommissionExecutorsOnHost {
+    pub host: String,
+}
+
+/// An executor tells the driver it started decommissioning on its own (it got the
+/// decommission signal); the answer says whether the driver took it as decommissioning.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "bool")]
+pub struct ExecutorDecommissioning {
+    pub executor_id: String,
+}
+
+/// The driver tells an executor to decommission itself: take no more work, finish what
+/// runs, then exit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct DecommissionExecutor;
+
+/// The executor's decommission signal (Spark's SIGPWR handler sends it to the backend):
+/// the driver is told first, then the executor decommissions itself. Answers whether it
+/// did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "bool")]
+pub struct ExecutorDecommissionSigReceived;
+
+/// ExecutorAllocationClient.decommissionExecutors, to the DriverEndpoint: decommission these
+/// active executors (unknown or already leaving ones are skipped). With
+/// `adjust_target_num_executors` the requested totals drop first (no replacement); unless
+/// `triggered_by_executor`, each executor is sent DecommissionExecutor. Answer: the ids
+/// decommissioned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<String>")]
+pub struct ClientDecommissionExecutors {
+    pub executors: Vec<(String, ExecutorDecommissionInfo)>,
+    pub adjust_target_num_executors: bool,
+    pub triggered_by_executor: bool,
+}

@@ -20,8 +20,12 @@
 //! offer or per status update is linear in the number of tasks or executors (the executor
 //! loss and the speculation check walk the lost executor's and the running attempts).
 //!
+//! Decommissioning executors (`executor_decommission`) stay offered by nobody (the backend
+//! offers only active executors), stop counting for locality, and a task likely to outlive
+//! one is speculated with `spark.executor.decommission.killInterval`.
+//!
 //! Not modelled (as for the TaskSetManager): FAIR pools, barrier stages, excludeOnFailure and
-//! its abort timer, decommissioning, custom resources and resource profiles, task result
+//! its abort timer, custom resources and resource profiles, task result
 //! fetching (the result size arrives with the FINISHED update).
 //! `kill_all_task_attempts` also suspends the stage's task sets, as Spark 4 does.
 
@@ -61,6 +65,8 @@ pub struct TaskSchedulerConfig {
     /// `spark.starvation.timeout` (15 s): the period of the warning that no task of the
     /// first task set has launched.
     pub starvation_timeout_ms: u64,
+    /// `spark.executor.decommission.killInterval` (unset): see [`TsmConfig`].
+    pub executor_decommission_kill_interval_ms: Option<u64>,
 }
 
 impl Default for TaskSchedulerConfig {
@@ -77,6 +83,7 @@ impl Default for TaskSchedulerConfig {
             executor_cores: None,
             external_shuffle_service: false,
             starvation_timeout_ms: 15_000,
+            executor_decommission_kill_interval_ms: None,
         }
     }
 }
@@ -93,6 +100,7 @@ impl TaskSchedulerConfig {
             speculation: self.speculation.clone(),
             max_result_size: self.max_result_size,
             external_shuffle_service: self.external_shuffle_service,
+            executor_decommission_kill_interval_ms: self.executor_decommission_kill_interval_ms,
         }
     }
 }
@@ -124,6 +132,14 @@ impl XorShift {
     }
 }
 
+/// A decommissioning executor (Spark's ExecutorDecommissionState): since when, and the host
+/// if the whole host goes away with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutorDecommissionState {
+    pub start_time_ms: u64,
+    pub worker_host: Option<String>,
+}
+
 /// An executor the scheduler has seen offered and not lost (`executorIdToRunningTaskIds`).
 #[derive(Debug)]
 struct ExecutorState {
@@ -145,6 +161,8 @@ struct Cluster {
     rack_hosts: FastMap<String, FastSet<String>>,
     /// The rack of each host seen in an offer (resolved once).
     host_rack: FastMap<String, Option<String>>,
+    /// Executors being decommissioned (`executorsPendingDecommission`).
+    decommissioning: FastMap<String, ExecutorDecommissionState>,
 }
 
 impl Cluster {
@@ -183,13 +201,33 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    fn is_decommissioned(&self, exec: &str) -> bool {
+        self.decommissioning.contains_key(exec)
+    }
+
+    /// Some executor of the host is decommissioned with the host (`isHostDecommissioned`).
+    fn is_host_decommissioned(&self, host: &str) -> bool {
+        self.host_executors.get(host).is_some_and(|execs| {
+            execs.iter().any(|e| {
+                self.decommissioning
+                    .get(e)
+                    .is_some_and(|d| d.worker_host.is_some())
+            })
+        })
+    }
+}
+
 impl ClusterView for Cluster {
+    /// Offered, not lost and not decommissioning.
     fn is_executor_alive(&self, exec: &str) -> bool {
-        self.executors.contains_key(exec)
+        self.executors.contains_key(exec) && !self.is_decommissioned(exec)
     }
 
     fn has_executors_alive_on_host(&self, host: &str) -> bool {
-        self.host_executors.get(host).is_some_and(|s| !s.is_empty())
+        self.host_executors
+            .get(host)
+            .is_some_and(|s| s.iter().any(|e| !self.is_decommissioned(e)))
     }
 
     fn rack_for_host(&self, host: &str) -> Option<String> {
@@ -200,11 +238,17 @@ impl ClusterView for Cluster {
     }
 
     fn has_hosts_alive_on_rack(&self, rack: &str) -> bool {
-        self.rack_hosts.get(rack).is_some_and(|s| !s.is_empty())
+        self.rack_hosts
+            .get(rack)
+            .is_some_and(|s| s.iter().any(|h| !self.is_host_decommissioned(h)))
     }
 
     fn executor_cores(&self) -> Option<u32> {
         self.executor_cores
+    }
+
+    fn decommission_start(&self, exec: &str) -> Option<u64> {
+        self.decommissioning.get(exec).map(|d| d.start_time_ms)
     }
 }
 
@@ -269,6 +313,7 @@ impl TaskSchedulerImpl {
                 host_executors: FastMap::default(),
                 rack_hosts: FastMap::default(),
                 host_rack: FastMap::default(),
+                decommissioning: FastMap::default(),
             },
             managers: FastMap::default(),
             stages: FastMap::default(),
@@ -704,6 +749,7 @@ impl TaskSchedulerImpl {
                 }
             }
         }
+        self.cluster.decommissioning.remove(executor_id);
         if *reason != ExecutorLossReason::LossReasonPending {
             self.cluster.executor_hosts.remove(executor_id);
             self.ensure_sorted();
@@ -735,9 +781,49 @@ impl TaskSchedulerImpl {
         self.cluster.executors.len()
     }
 
-    /// Spark's `isExecutorAlive`.
+    /// Spark's `isExecutorAlive`: offered, not lost and not decommissioning.
     pub fn is_executor_alive(&self, executor_id: &str) -> bool {
-        self.cluster.executors.contains_key(executor_id)
+        self.cluster.is_executor_alive(executor_id)
+    }
+
+    /// Spark's `getExecutorsAliveOnHost`: the executors of `host` not lost and not
+    /// decommissioning, sorted (`None` for a host with no executor known).
+    pub fn executors_alive_on_host(&self, host: &str) -> Option<Vec<String>> {
+        let execs = self.cluster.host_executors.get(host)?;
+        let mut alive: Vec<String> = execs
+            .iter()
+            .filter(|e| !self.cluster.is_decommissioned(e))
+            .cloned()
+            .collect();
+        alive.sort();
+        Some(alive)
+    }
+
+    /// Spark's `executorDecommission`: a known executor is noted as decommissioning from
+    /// `now_ms` (it stops counting for locality; a task likely to outlive it may be
+    /// speculated), every task set recomputes its locality levels, and offers are revived.
+    pub fn executor_decommission(&mut self, executor_id: &str, worker_host: Option<String>, now_ms: u64) {
+        if self.cluster.executor_hosts.contains_key(executor_id) {
+            self.cluster.decommissioning.insert(
+                executor_id.to_string(),
+                ExecutorDecommissionState {
+                    start_time_ms: now_ms,
+                    worker_host,
+                },
+            );
+        }
+        self.ensure_sorted();
+        for id in &self.sorted {
+            if let Some(m) = self.managers.get_mut(id) {
+                m.tsm.executor_decommission(&self.cluster);
+            }
+        }
+        self.events.push(SchedulerEvent::ReviveOffers);
+    }
+
+    /// Spark's `getExecutorDecommissionState`.
+    pub fn executor_decommission_state(&self, executor_id: &str) -> Option<ExecutorDecommissionState> {
+        self.cluster.decommissioning.get(executor_id).cloned()
     }
 
     /// Spark's `isExecutorBusy`: it has running tasks.
@@ -1783,6 +1869,183 @@ mod tests {
             SchedulerEvent::ExecutorLost { executor_id, reason: ExecutorLossReason::ExecutorProcessLost { message, .. } }
                 if executor_id == "1" && message == "Task 0 was lost, so marking the executor as lost as well."
         )));
+    }
+
+    #[test]
+    fn a_decommissioning_executor_no_longer_counts_for_locality() {
+        let mut s = sched(TaskSchedulerConfig::default());
+        s.resource_offers(&[offer("1", "h1", 1), offer("2", "h2", 1)], true, 0);
+        s.submit_tasks(task_set(0, 0, 0, on_host(2, "h1"), false), 0);
+        assert_eq!(
+            s.task_set_manager(0, 0).unwrap().my_locality_levels(),
+            &[NodeLocal, Any]
+        );
+        s.take_events();
+        s.executor_decommission("1", None, 10);
+        assert_eq!(s.take_events(), vec![SchedulerEvent::ReviveOffers]);
+        assert_eq!(
+            s.executor_decommission_state("1"),
+            Some(ExecutorDecommissionState {
+                start_time_ms: 10,
+                worker_host: None
+            })
+        );
+        assert!(!s.is_executor_alive("1"), "decommissioning is not alive");
+        assert_eq!(s.executors_alive_on_host("h1"), Some(vec![]));
+        assert_eq!(s.executors_alive_on_host("h2"), Some(vec!["2".to_string()]));
+        assert_eq!(s.executors_alive_on_host("h9"), None);
+        assert_eq!(
+            s.task_set_manager(0, 0).unwrap().my_locality_levels(),
+            &[Any],
+            "no live executor on the preferred host: no delay at NODE_LOCAL"
+        );
+        // So a task goes to h2 at once instead of waiting out the locality wait.
+        let l = s.resource_offers(&[offer("2", "h2", 1)], true, 11);
+        assert_eq!(ids(&l), vec![(0, 0, Any)]);
+        // The loss forgets the state.
+        s.executor_lost(
+            "1",
+            &ExecutorLossReason::ExecutorDecommission {
+                worker_host: None,
+                reason: "Decommissioning all executors on h1.".into(),
+            },
+            20,
+        );
+        assert_eq!(s.executor_decommission_state("1"), None);
+        // An executor never offered is not noted.
+        s.executor_decommission("9", None, 30);
+        assert_eq!(s.executor_decommission_state("9"), None);
+    }
+
+    #[test]
+    fn a_host_decommissioned_with_its_executors_leaves_the_rack() {
+        let mut s = sched_with_racks(TaskSchedulerConfig::default(), &[("h1", "r1"), ("h3", "r1")]);
+        s.resource_offers(&[offer("1", "h1", 1)], true, 0);
+        // Preferred host h3 has no executor; its rack r1 has h1.
+        s.submit_tasks(task_set(0, 0, 0, on_host(1, "h3"), false), 0);
+        assert_eq!(
+            s.task_set_manager(0, 0).unwrap().my_locality_levels(),
+            &[RackLocal, Any]
+        );
+        s.executor_decommission("1", Some("h1".into()), 5);
+        assert_eq!(s.task_set_manager(0, 0).unwrap().my_locality_levels(), &[Any]);
+    }
+
+    #[test]
+    fn a_decommission_loss_does_not_count_and_resubmits_map_output_even_with_a_shuffle_service() {
+        let mut s = sched(TaskSchedulerConfig {
+            external_shuffle_service: true,
+            ..TaskSchedulerConfig::default()
+        });
+        s.submit_tasks(task_set(0, 0, 0, no_pref(2), true), 0);
+        let l = s.resource_offers(&[offer("1", "h1", 2)], true, 0);
+        assert_eq!(l.len(), 2);
+        s.status_update(l[0].task_id, TaskUpdate::Running, 1);
+        s.status_update(l[1].task_id, TaskUpdate::Running, 1);
+        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 2);
+        s.executor_decommission("1", None, 3);
+        s.take_events();
+        let reason = ExecutorLossReason::ExecutorDecommission {
+            worker_host: None,
+            reason: "Decommissioning all executors on h1.".into(),
+        };
+        s.executor_lost("1", &reason, 4);
+        let events = s.take_events();
+        assert_eq!(
+            ended(&events),
+            vec![
+                (l[0].task_id, TaskEndReason::Resubmitted),
+                (
+                    l[1].task_id,
+                    TaskEndReason::ExecutorLostFailure {
+                        executor_id: "1".into(),
+                        exit_caused_by_app: false,
+                        reason: Some("Executor decommission: Decommissioning all executors on h1.".into())
+                    }
+                )
+            ]
+        );
+        // Both run again, and the running one's failure was not counted: three more
+        // failures of it do not abort the set.
+        let tsm = s.task_set_manager(0, 0).unwrap();
+        assert_eq!(tsm.pending_task_indices(), vec![0, 1]);
+        for round in 0..3u64 {
+            let exec = format!("x{round}");
+            let l = s.resource_offers(&[offer(&exec, "h2", 2)], true, 10 + round);
+            let t = l
+                .iter()
+                .find(|t| t.index == 1)
+                .expect("index 1 runs again")
+                .task_id;
+            s.status_update(t, TaskUpdate::Failed(boom()), 11 + round);
+        }
+        assert!(failed_sets(&s.take_events()).is_empty());
+    }
+
+    #[test]
+    fn a_task_likely_to_outlive_its_decommissioning_executor_is_speculated() {
+        let mut config = TaskSchedulerConfig::default();
+        config.speculation.enabled = true;
+        config.speculation.quantile = 0.5;
+        config.executor_decommission_kill_interval_ms = Some(1000);
+        let mut s = sched(config);
+        s.submit_tasks(task_set(0, 0, 0, no_pref(3), false), 0);
+        let l = s.resource_offers(&[offer("1", "h1", 2), offer("2", "h2", 1)], true, 0);
+        assert_eq!(l.len(), 3);
+        for t in &l {
+            s.status_update(t.task_id, TaskUpdate::Running, 0);
+        }
+        // Median duration 5 s; the others run far below the 15 s threshold.
+        let done = l.iter().find(|t| t.executor_id == "2").unwrap().task_id;
+        s.status_update(done, TaskUpdate::Finished { result_size: 1 }, 5000);
+        assert!(!s.check_speculatable_tasks(5100), "below the threshold");
+        // Executor 1 is decommissioned at 5.1 s and expected to be killed 1 s later, before
+        // its tasks would end (launched at 0 + median 5 s = 5 s < 6.1 s: no).
+        s.executor_decommission("1", None, 5100);
+        s.take_events();
+        assert!(
+            !s.check_speculatable_tasks(5200),
+            "they end (at the median) before the kill"
+        );
+        let mut config = TaskSchedulerConfig::default();
+        config.speculation.enabled = true;
+        config.speculation.quantile = 0.5;
+        config.executor_decommission_kill_interval_ms = Some(1000);
+        let mut s = sched(config);
+        s.submit_tasks(task_set(0, 0, 0, no_pref(3), false), 0);
+        let l = s.resource_offers(&[offer("2", "h2", 1)], true, 0);
+        s.status_update(l[0].task_id, TaskUpdate::Running, 0);
+        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 5000);
+        // Two tasks launched late on executor 1, which is decommissioned at once: they
+        // would end at 4 s + 5 s = 9 s, after the expected kill at 5.1 s.
+        let late = s.resource_offers(&[offer("1", "h1", 2)], true, 4000);
+        assert_eq!(late.len(), 2);
+        s.executor_decommission("1", None, 4100);
+        s.take_events();
+        assert!(
+            s.check_speculatable_tasks(4200),
+            "speculated well below the threshold"
+        );
+        let marked: Vec<u32> = s
+            .take_events()
+            .into_iter()
+            .filter_map(|e| match e {
+                SchedulerEvent::SpeculativeTaskSubmitted { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(marked.len(), 2);
+        // Without the kill interval nothing is speculated.
+        let mut config = TaskSchedulerConfig::default();
+        config.speculation.enabled = true;
+        config.speculation.quantile = 0.5;
+        let mut s = sched(config);
+        s.submit_tasks(task_set(0, 0, 0, no_pref(3), false), 0);
+        let l = s.resource_offers(&[offer("2", "h2", 1)], true, 0);
+        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 5000);
+        s.resource_offers(&[offer("1", "h1", 2)], true, 4000);
+        s.executor_decommission("1", None, 4100);
+        assert!(!s.check_speculatable_tasks(4200));
     }
 
     #[test]

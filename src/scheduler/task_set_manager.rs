@@ -18,8 +18,9 @@
 //!
 //! Differences from Spark, all deliberate:
 //! - the task index is the task's position in `TaskSet::tasks`;
-//! - no barrier stages, no excludeOnFailure (health tracker), no decommissioning state, no
-//!   HDFS-cache locations, a single resource profile;
+//! - no barrier stages, no excludeOnFailure (health tracker), no HDFS-cache locations, a
+//!   single resource profile; a decommissioned executor's map outputs are never migrated
+//!   (no block manager), so its loss always resubmits them;
 //! - a lost executor resubmits only attempts that themselves succeeded (Spark checks only that
 //!   the index is successful, so a failed attempt on the lost executor could undo another
 //!   executor's output);
@@ -133,6 +134,11 @@ pub trait ClusterView {
     fn has_hosts_alive_on_rack(&self, rack: &str) -> bool;
     /// Cores per executor, if known (`spark.executor.cores`).
     fn executor_cores(&self) -> Option<u32>;
+    /// When the executor started decommissioning, if it is (Spark's
+    /// `getExecutorDecommissionState(exec).startTime`).
+    fn decommission_start(&self, _exec: &str) -> Option<u64> {
+        None
+    }
 }
 
 /// `spark.speculation.*`.
@@ -192,6 +198,10 @@ pub struct TsmConfig {
     pub max_result_size: u64,
     /// `spark.shuffle.service.enabled` (false): map outputs survive their executor.
     pub external_shuffle_service: bool,
+    /// `spark.executor.decommission.killInterval` (unset): how long after its decommission
+    /// an executor is expected to be killed from outside; a task likely to outlive it is
+    /// speculated.
+    pub executor_decommission_kill_interval_ms: Option<u64>,
 }
 
 impl Default for TsmConfig {
@@ -205,6 +215,7 @@ impl Default for TsmConfig {
             speculation: SpeculationConfig::default(),
             max_result_size: 1 << 30,
             external_shuffle_service: false,
+            executor_decommission_kill_interval_ms: None,
         }
     }
 }
@@ -907,6 +918,11 @@ impl TaskSetManager {
         self.recompute_locality(view);
     }
 
+    /// An executor started decommissioning: it no longer counts for locality.
+    pub fn executor_decommission(&mut self, view: &dyn ClusterView) {
+        self.recompute_locality(view);
+    }
+
     /// Restarts the locality wait at `now_ms` and, given the most local level launched in the
     /// last round, moves back to it (the scheduler's non-legacy reset rule).
     pub fn reset_delay_schedule_timer(&mut self, min_locality: Option<TaskLocality>, now_ms: u64) {
@@ -1554,7 +1570,20 @@ impl TaskSetManager {
                 }
                 _ => true,
             };
-            if runtime as f64 > threshold && may_speculate {
+            // A task on a decommissioning executor that would, at the median duration, end
+            // after the executor is expected to be killed is copied at once.
+            let outlives_decommission = !customized
+                && match (
+                    self.config.executor_decommission_kill_interval_ms,
+                    self.durations.median(),
+                    ctx.view.decommission_start(self.exec_of(a).0),
+                ) {
+                    (Some(kill_interval), Some(median), Some(start)) => {
+                        start.saturating_add(kill_interval) < launch_time.saturating_add(median)
+                    }
+                    _ => false,
+                };
+            if (runtime as f64 > threshold && may_speculate) || outlives_decommission {
                 let host = self.exec_of(a).1.to_string();
                 self.add_pending_task(index, true);
                 tracing::info!(

@@ -7,8 +7,10 @@
 //! ExecutorAllocationManager, with dynamic allocation, goes back to its initial target and
 //! forgets its executors). The same AM's endpoint registering again after its own restart
 //! (same path) resets nothing. The driver's executor requests and kills go through here to
-//! the AM (answered `false` with Spark's warning while no AM has registered); the allocator's RemoveExecutor comes back through here to
-//! the DriverEndpoint; and when an executor disconnects, this endpoint asks the AM for the
+//! the AM (answered `false` with Spark's warning while no AM has registered); the
+//! allocator's RemoveExecutor comes back through here to the DriverEndpoint, and so does its
+//! DecommissionExecutorsOnHost for a node YARN is decommissioning; and when an executor
+//! disconnects, this endpoint asks the AM for the
 //! loss reason and turns the answer (or its absence) into RemoveExecutor.
 
 use std::time::Duration;
@@ -165,6 +167,20 @@ impl Handler<RemoveExecutor> for YarnSchedulerEndpoint {
             "Requesting driver to remove executor {} for reason {}",
             msg.executor_id,
             msg.reason
+        );
+        let _ = self.driver.tell(msg);
+    }
+}
+
+impl Handler<DecommissionExecutorsOnHost> for YarnSchedulerEndpoint {
+    type Result = ();
+
+    /// The allocator saw the host put into DECOMMISSIONING: to the DriverEndpoint.
+    fn handle(&mut self, msg: DecommissionExecutorsOnHost, _: &mut Context<Self>) {
+        tracing::info!(
+            host = msg.host.as_str(),
+            "Requesting driver to decommission all executors on {}",
+            msg.host
         );
         let _ = self.driver.tell(msg);
     }

@@ -133,7 +133,13 @@ impl Actor for ClientRmService {
                                 tracing::info!(msg_type = admin.name(), "admin call: {admin:?}")
                             });
                         }
-                        ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin))
+                        if admin.is_rm_admin() {
+                            ClientResponse::Admin(
+                                client_service::serve_rm_admin(&rm, admin, CALL_TIMEOUT).await,
+                            )
+                        } else {
+                            ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin))
+                        }
                     }
                     other => client_service::serve(&rm, other, CALL_TIMEOUT).await,
                 }

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse};
+use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, ListNodes};
 use super::records::{ApplicationId, ContainerId};
 use super::resource_manager::ResourceManager;
 use crate::rpc::EndpointRef;
@@ -81,6 +81,30 @@ pub async fn serve(
     }
 }
 
+/// Serves one of the ResourceManager's admin calls ([`AdminRequest::is_rm_admin`]) with
+/// the RM behind `rm`.
+pub async fn serve_rm_admin(
+    rm: &EndpointRef<ResourceManager>,
+    request: AdminRequest,
+    timeout: Duration,
+) -> AdminResponse {
+    if let Err(e) = check_admin(&request) {
+        return AdminResponse::Refused(format!("{}: {e}", request.name()));
+    }
+    match request {
+        AdminRequest::RefreshNodes(r) => match rm.ask(r, timeout).await {
+            Ok(Ok(nodes)) => AdminResponse::Nodes(nodes),
+            Ok(Err(e)) => AdminResponse::Refused(e.to_string()),
+            Err(e) => AdminResponse::Refused(format!("the ResourceManager did not answer: {e}")),
+        },
+        AdminRequest::ListNodes => match rm.ask(ListNodes, timeout).await {
+            Ok(nodes) => AdminResponse::Nodes(nodes),
+            Err(e) => AdminResponse::Refused(format!("the ResourceManager did not answer: {e}")),
+        },
+        other => AdminResponse::Refused(format!("{} is not a ResourceManager admin call", other.name())),
+    }
+}
+
 /// Whether `path` lies in a container of `app` (a segment `container_<app>_...`).
 pub fn belongs_to(path: &ActorPath, app: &ApplicationId) -> bool {
     path.as_str()
@@ -132,6 +156,10 @@ pub fn check_admin(request: &AdminRequest) -> Result<(), String> {
                 PartitionMode::Drop => Ok(()),
             }
         }
+        AdminRequest::RefreshNodes(r) => r
+            .graceful_timeout
+            .map_or(Ok(()), |d| within_delay("a graceful decommission timeout", d)),
+        AdminRequest::ListNodes => Ok(()),
         AdminRequest::RunPlan { plan, .. } => {
             if plan.faults.len() > MAX_PLAN_FAULTS {
                 return Err(format!(
@@ -207,6 +235,9 @@ pub fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminResponse {
                 Ok(()) => AdminResponse::Partitioned { duration, matching },
                 Err(e) => refused(e.to_string()),
             }
+        }
+        AdminRequest::RefreshNodes(_) | AdminRequest::ListNodes => {
+            refused("the node admin calls are served by the ResourceManager".to_string())
         }
         AdminRequest::RunPlan { plan, by } => {
             if plan.faults.is_empty() {

@@ -105,3 +105,29 @@ pub async fn wait_ready(cluster: &Cluster, nodes: usize, limit: std::time::Durat
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
 }
+
+/// The node admin on an embedded cluster (what `sparkyard rmadmin` does to a running node):
+/// graceful decommission and recommission of NodeManagers through the ResourceManager.
+/// Answers every node with its state, or the RM's one-line refusal.
+pub async fn refresh_nodes(
+    cluster: &Cluster,
+    request: super::protocol::RefreshNodes,
+    limit: std::time::Duration,
+) -> Result<Vec<crate::yarn::records::NodeReport>, String> {
+    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    match rm.ask(request, limit).await {
+        Ok(answer) => answer.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("the ResourceManager did not answer: {e}")),
+    }
+}
+
+/// Every node of an embedded cluster with its state, decommissioned ones included.
+pub async fn list_nodes(
+    cluster: &Cluster,
+    limit: std::time::Duration,
+) -> Result<Vec<crate::yarn::records::NodeReport>, String> {
+    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    rm.ask(super::protocol::ListNodes, limit)
+        .await
+        .map_err(|e| format!("the ResourceManager did not answer: {e}"))
+}

@@ -10,9 +10,11 @@
 //!   [`StartContainer`], [`StopContainer`], [`ReadContainerOutput`].
 //! - ResourceTracker (NodeManager → ResourceManager): [`RegisterNodeManager`] and
 //!   [`NodeStatusUpdate`] (completed containers, pushed as they complete).
+//! - ResourceManagerAdministrationProtocol: [`RefreshNodes`] (graceful decommission and
+//!   recommission of nodes) and [`ListNodes`].
 //! - sparkyard's own admin calls to a running node ([`AdminRequest`]), served by the same
-//!   client port: the live supervision tree (`sparkyard actors`) and fault injection
-//!   (`sparkyard chaos kill | partition | plan`).
+//!   client port: the live supervision tree (`sparkyard actors`), fault injection
+//!   (`sparkyard chaos kill | partition | plan`) and the node admin (`sparkyard rmadmin`).
 //!
 //! Every message and reply derives serde: the client protocol already crosses TCP between
 //! `sparkyard submit` and `sparkyard node`, and the others will when nodes are processes.
@@ -165,6 +167,10 @@ pub struct AllocateResponse {
     pub completed: Vec<ContainerStatus>,
     pub num_cluster_nodes: u32,
     pub available: Resource,
+    /// Nodes whose state changed since the attempt's last Allocate (YARN's updatedNodes):
+    /// a node put into DECOMMISSIONING, decommissioned, or running again.
+    #[serde(default)]
+    pub updated_nodes: Vec<NodeReport>,
 }
 
 /// The AM unregisters with its attempt's final status and diagnostics.
@@ -176,6 +182,30 @@ pub struct FinishApplicationMaster {
     pub diagnostics: String,
     pub tracking_url: String,
 }
+
+// ------------------------------------------------------------------ ResourceManagerAdministrationProtocol
+
+/// YARN's `rmadmin -refreshNodes -g <timeout>` with the hosts named instead of an exclude
+/// file: each host of `decommission` is put into graceful decommission (DECOMMISSIONING: no
+/// new container goes there; once its containers and the applications that ran there are
+/// done, or after `graceful_timeout` — else
+/// `yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs` — with what still
+/// runs killed, it is DECOMMISSIONED); each host of `recommission` runs again. Running
+/// applications hear of each change in their next Allocate answer. A host the cluster does
+/// not have is refused. Answers every node with its state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<Vec<NodeReport>, YarnError>")]
+pub struct RefreshNodes {
+    pub decommission: Vec<String>,
+    pub recommission: Vec<String>,
+    pub graceful_timeout: Option<Duration>,
+}
+
+/// Every node the RM knows, decommissioned ones included, with its state (`yarn node
+/// -list -all`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<NodeReport>")]
+pub struct ListNodes;
 
 // ------------------------------------------------------------------ ContainerManagementProtocol
 
@@ -307,6 +337,10 @@ pub enum AdminRequest {
     },
     /// Carry out a fault plan, starting now.
     RunPlan { plan: FaultPlan, by: String },
+    /// `sparkyard rmadmin decommission | recommission`: served by the ResourceManager.
+    RefreshNodes(RefreshNodes),
+    /// `sparkyard rmadmin nodes`: served by the ResourceManager.
+    ListNodes,
 }
 
 impl AdminRequest {
@@ -317,7 +351,14 @@ impl AdminRequest {
             AdminRequest::Kill { .. } => "KillActors",
             AdminRequest::Partition { .. } => "PartitionActors",
             AdminRequest::RunPlan { .. } => "RunFaultPlan",
+            AdminRequest::RefreshNodes(_) => "RefreshNodes",
+            AdminRequest::ListNodes => "ListNodes",
         }
+    }
+
+    /// Served by the ResourceManager (the node admin), not by the node's cluster.
+    pub fn is_rm_admin(&self) -> bool {
+        matches!(self, AdminRequest::RefreshNodes(_) | AdminRequest::ListNodes)
     }
 }
 
@@ -341,6 +382,8 @@ pub enum AdminResponse {
     },
     /// The plan is running, its kills in firing order.
     PlanStarted(FaultPlan),
+    /// The nodes with their states (after a refresh, or listed).
+    Nodes(Vec<NodeReport>),
     /// Not done: a malformed pattern, a target that matches no running actor, an empty plan;
     /// one line that names the pattern.
     Refused(String),

@@ -330,6 +330,28 @@ pub struct NodeReport {
     pub capability: Resource,
     pub used: Resource,
     pub num_containers: u32,
+    #[serde(default)]
+    pub state: NodeState,
+}
+
+/// YARN's NodeState, as far as sparkyard's nodes go: running, being decommissioned
+/// gracefully (no new containers; the running ones drain), or decommissioned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeState {
+    #[default]
+    Running,
+    Decommissioning,
+    Decommissioned,
+}
+
+impl fmt::Display for NodeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NodeState::Running => "RUNNING",
+            NodeState::Decommissioning => "DECOMMISSIONING",
+            NodeState::Decommissioned => "DECOMMISSIONED",
+        })
+    }
 }
 
 #[cfg(test)]

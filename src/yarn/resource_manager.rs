@@ -119,6 +119,8 @@ pub struct RmConfig {
     pub max_am_resource_percent: f64,
     /// yarn.resourcemanager.max-completed-applications.
     pub max_completed_applications: usize,
+    /// yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs.
+    pub graceful_decommission_timeout: Duration,
 }
 
 impl RmConfig {
@@ -146,6 +148,9 @@ impl RmConfig {
                 .get(&conf::RM_MAX_COMPLETED_APPLICATIONS)
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
                 .unwrap_or(1000),
+            graceful_decommission_timeout: conf
+                .get(&conf::RM_NM_GRACEFUL_DECOMMISSION_TIMEOUT)
+                .unwrap_or(Duration::from_secs(3600)),
         }
     }
 }
@@ -175,6 +180,8 @@ struct RmAttempt {
     /// What the scheduler says of its AM container until the AM registers (YARN's AM
     /// launch diagnostics: not activated, activated, assigned, launched).
     am_diagnostics: String,
+    /// Node state changes for the AM's next Allocate (RMAppImpl's updatedNodes).
+    updated_nodes: Vec<NodeReport>,
 }
 
 impl RmAttempt {
@@ -259,6 +266,70 @@ pub struct RmState {
     /// Applications in a final state, in the order they ended: beyond
     /// `max-completed-applications` the oldest is forgotten.
     completed: VecDeque<ApplicationId>,
+    /// Nodes being decommissioned or decommissioned, by host (NodesListManager's excluded
+    /// nodes with the DecommissioningNodesWatcher's contexts).
+    decommissions: BTreeMap<String, NodeDecommission>,
+}
+
+/// A node put into graceful decommission.
+#[derive(Clone, Debug)]
+struct NodeDecommission {
+    /// DECOMMISSIONING or DECOMMISSIONED.
+    state: NodeState,
+    rack: String,
+    capability: Resource,
+    /// When a DECOMMISSIONING node's remaining containers are killed (epoch ms).
+    deadline_ms: u64,
+    /// Which refresh set the deadline (a later one replaces the timer).
+    generation: u64,
+}
+
+impl RmState {
+    /// Tells every running application's current attempt of a node's new state (at its
+    /// next Allocate; a newer change of the same node replaces an older one not yet sent).
+    fn push_node_update(&mut self, report: &NodeReport) {
+        for app in self.apps.values_mut() {
+            if app.state.is_final() {
+                continue;
+            }
+            if let Some(attempt) = app.current_mut().filter(|a| !a.ended) {
+                attempt.updated_nodes.retain(|n| n.host != report.host);
+                attempt.updated_nodes.push(report.clone());
+            }
+        }
+    }
+
+    /// Some application still running had a container on `host` (YARN waits for them
+    /// before it decommissions the node: their output may be served from there).
+    fn has_running_app_on(&self, host: &str) -> bool {
+        self.container_hosts.iter().any(|(id, h)| {
+            h == host
+                && self
+                    .apps
+                    .get(&id.attempt.app)
+                    .is_some_and(|a| !a.state.is_final())
+        })
+    }
+
+    /// Every node with its state: the scheduler's (running and decommissioning) and the
+    /// decommissioned ones, by host.
+    fn all_node_reports(&self) -> Vec<NodeReport> {
+        let mut reports = self.scheduler.node_reports();
+        for (host, d) in &self.decommissions {
+            if d.state == NodeState::Decommissioned {
+                reports.push(NodeReport {
+                    host: host.clone(),
+                    rack: d.rack.clone(),
+                    capability: d.capability,
+                    used: Resource::default(),
+                    num_containers: 0,
+                    state: NodeState::Decommissioned,
+                });
+            }
+        }
+        reports.sort_by(|a, b| a.host.cmp(&b.host));
+        reports
+    }
 }
 
 impl RmState {
@@ -280,6 +351,7 @@ impl RmState {
                 })
                 .collect(),
             completed: VecDeque::new(),
+            decommissions: BTreeMap::new(),
         }
     }
 
@@ -351,8 +423,10 @@ impl ResourceManager {
         self.me.endpoint(&node_manager_path(host))
     }
 
-    /// Answers the report waiters of `app` whose known state is now stale.
+    /// Answers the report waiters of `app` whose known state is now stale (and, as its
+    /// state may have become final, sees whether a decommissioning node is done).
     fn notify(&mut self, app: ApplicationId) {
+        self.check_decommissioning();
         let report = self.state.lock().apps.get(&app).map(|a| (a.key(), a.report()));
         let Some((key, report)) = report else { return };
         let (due, keep): (Vec<ReportWaiter>, Vec<ReportWaiter>) = std::mem::take(&mut self.waiters)
@@ -520,6 +594,7 @@ impl ResourceManager {
                 last_response: None,
                 am_exit_status: None,
                 am_diagnostics: String::new(),
+                updated_nodes: Vec::new(),
             });
         }
         // The CapacityScheduler's addApplicationAttempt: the attempt waits in its queue
@@ -709,7 +784,205 @@ impl ResourceManager {
         if let Some(status) = am_ended {
             self.am_container_finished(attempt_id, status);
         }
+        self.check_decommissioning();
         self.place_pending_ams();
+    }
+
+    // ----- graceful decommission ---------------------------------------------------------
+
+    /// Puts `host` into graceful decommission (or gives a decommissioning node a new
+    /// timeout): the scheduler places nothing more there, running applications are told in
+    /// their next Allocate, and after `timeout` whatever still runs there is killed.
+    fn decommission_node(&mut self, host: &str, timeout: Duration, ctx: &mut Context<Self>) {
+        let now = self.me.clock().epoch_millis();
+        let deadline_ms = now.saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        let generation = {
+            let mut st = self.state.lock();
+            let generation = st.decommissions.values().map(|d| d.generation).max().unwrap_or(0) + 1;
+            match st.decommissions.get_mut(host) {
+                Some(d) if d.state == NodeState::Decommissioned => {
+                    tracing::info!(host, "Node {host} is already DECOMMISSIONED");
+                    return;
+                }
+                Some(d) => {
+                    d.deadline_ms = deadline_ms;
+                    d.generation = generation;
+                    tracing::info!(
+                        host,
+                        timeout_ms = timeout.as_millis() as u64,
+                        "Update {host} DecommissioningTimeout to be {}",
+                        timeout.as_secs()
+                    );
+                }
+                None => {
+                    let Some(report) = st.scheduler.node_reports().into_iter().find(|n| n.host == host)
+                    else {
+                        return;
+                    };
+                    st.scheduler.set_decommissioning(host, true);
+                    st.decommissions.insert(
+                        host.to_string(),
+                        NodeDecommission {
+                            state: NodeState::Decommissioning,
+                            rack: report.rack.clone(),
+                            capability: report.capability,
+                            deadline_ms,
+                            generation,
+                        },
+                    );
+                    let report = NodeReport {
+                        state: NodeState::Decommissioning,
+                        ..report
+                    };
+                    st.push_node_update(&report);
+                    tracing::info!(host, "Gracefully decommission node {host} with state RUNNING");
+                    tracing::info!(
+                        event = "node_decommissioning",
+                        host,
+                        running_containers = report.num_containers,
+                        timeout_ms = timeout.as_millis() as u64,
+                        "Put Node {host} in DECOMMISSIONING (timeout {}; {} container(s) running there)",
+                        humantime::format_duration(timeout),
+                        report.num_containers
+                    );
+                }
+            }
+            generation
+        };
+        self.arm_decommission_timeout(host, timeout, generation, ctx);
+        self.check_decommissioning();
+    }
+
+    fn arm_decommission_timeout(
+        &self,
+        host: &str,
+        timeout: Duration,
+        generation: u64,
+        ctx: &mut Context<Self>,
+    ) {
+        let clock = self.me.clock().clone();
+        let host = host.to_string();
+        run_later(ctx, &clock, timeout, move |act: &mut Self, _| {
+            let due = act
+                .state
+                .lock()
+                .decommissions
+                .get(&host)
+                .is_some_and(|d| d.state == NodeState::Decommissioning && d.generation == generation);
+            if due {
+                tracing::info!(host = host.as_str(), "DECOMMISSIONING {host} timeout");
+                act.node_decommissioned(&host, true);
+            }
+        });
+    }
+
+    /// DecommissioningNodesWatcher: a decommissioning node with no container left and no
+    /// running application that had one there is decommissioned.
+    fn check_decommissioning(&mut self) {
+        let ready: Vec<String> = {
+            let st = self.state.lock();
+            st.decommissions
+                .iter()
+                .filter(|(host, d)| {
+                    d.state == NodeState::Decommissioning
+                        && st.scheduler.containers_on(host).is_empty()
+                        && !st.has_running_app_on(host)
+                })
+                .map(|(host, _)| host.clone())
+                .collect()
+        };
+        for host in ready {
+            self.node_decommissioned(&host, false);
+        }
+    }
+
+    /// The node leaves the cluster (DECOMMISSIONED): containers still there (after a
+    /// timeout) are killed and completed as on a lost node, and running applications are told.
+    fn node_decommissioned(&mut self, host: &str, timed_out: bool) {
+        let lost = {
+            let mut st = self.state.lock();
+            let Some(d) = st.decommissions.get_mut(host) else {
+                return;
+            };
+            if d.state != NodeState::Decommissioning {
+                return;
+            }
+            d.state = NodeState::Decommissioned;
+            let report = NodeReport {
+                host: host.to_string(),
+                rack: d.rack.clone(),
+                capability: d.capability,
+                used: Resource::default(),
+                num_containers: 0,
+                state: NodeState::Decommissioned,
+            };
+            let lost = st.scheduler.remove_node(host);
+            st.push_node_update(&report);
+            lost
+        };
+        tracing::info!(
+            event = "node_decommissioned",
+            host,
+            timed_out,
+            killed_containers = lost.len() as u64,
+            "Deactivating Node {host} as it is now DECOMMISSIONED ({})",
+            if timed_out {
+                format!(
+                    "graceful decommission timed out; {} container(s) killed",
+                    lost.len()
+                )
+            } else {
+                "its containers and applications are done".to_string()
+            }
+        );
+        for id in &lost {
+            let _ = self.nm(host).tell(StopContainer {
+                container_id: *id,
+                requester: StopRequester::ResourceManager,
+            });
+        }
+        for id in lost {
+            self.container_completed(ContainerStatus {
+                container_id: id,
+                state: ContainerState::Complete,
+                exit_status: exit_status::ABORTED,
+                diagnostics: LOST_CONTAINER.to_string(),
+            });
+        }
+        // The cluster's resources changed: the queues' AM limits with them.
+        self.activate_applications();
+        self.place_pending_ams();
+    }
+
+    /// The node runs again: a decommissioning one at once; a decommissioned one once its
+    /// NodeManager registers again (it is asked to, as an operator restarts it in YARN).
+    fn recommission_node(&mut self, host: &str) {
+        let previous = {
+            let mut st = self.state.lock();
+            let Some(d) = st.decommissions.remove(host) else {
+                tracing::debug!(host, "Node {host} is not being decommissioned");
+                return;
+            };
+            if d.state == NodeState::Decommissioning {
+                st.scheduler.set_decommissioning(host, false);
+                if let Some(report) = st.scheduler.node_reports().into_iter().find(|n| n.host == host) {
+                    st.push_node_update(&report);
+                }
+            }
+            d.state
+        };
+        tracing::info!(
+            event = "node_recommissioned",
+            host,
+            "Recommission node {host} with state {previous}"
+        );
+        if previous == NodeState::Decommissioned {
+            if let Err(e) = self.nm(host).tell(Resync) {
+                tracing::warn!(host, "cannot ask {host} to register again: {e}");
+            }
+        } else {
+            self.place_pending_ams();
+        }
     }
 
     /// The AM container of an attempt ended: the attempt is over.
@@ -832,7 +1105,21 @@ impl ResourceManager {
 impl Actor for ResourceManager {
     type Context = Context<Self>;
 
-    fn started(&mut self, _: &mut Context<Self>) {
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // The graceful-decommission timers died with the previous incarnation.
+        let now = self.me.clock().epoch_millis();
+        let timers: Vec<(String, u64, u64)> = self
+            .state
+            .lock()
+            .decommissions
+            .iter()
+            .filter(|(_, d)| d.state == NodeState::Decommissioning)
+            .map(|(h, d)| (h.clone(), d.deadline_ms, d.generation))
+            .collect();
+        for (host, deadline, generation) in timers {
+            let left = Duration::from_millis(deadline.saturating_sub(now));
+            self.arm_decommission_timeout(&host, left, generation, ctx);
+        }
         let hosts: Vec<String> = {
             let st = self.state.lock();
             tracing::info!(
@@ -867,6 +1154,20 @@ impl Handler<RegisterNode> for ResourceManager {
     type Result = Result<NodeRegistration, YarnError>;
 
     fn handle(&mut self, msg: RegisterNode, _: &mut Context<Self>) -> Self::Result {
+        let disallowed = self
+            .state
+            .lock()
+            .decommissions
+            .get(&msg.host)
+            .is_some_and(|d| d.state == NodeState::Decommissioned);
+        if disallowed {
+            let message = format!(
+                "Disallowed NodeManager from  {}, Sending SHUTDOWN signal to the NodeManager.",
+                msg.host
+            );
+            tracing::info!(host = msg.host.as_str(), "{message}");
+            return Err(YarnError::Other(message));
+        }
         let known = {
             let mut st = self.state.lock();
             let known = st.scheduler.has_node(&msg.host);
@@ -939,10 +1240,18 @@ impl Handler<RegisterNodeManager> for ResourceManager {
     type Result = ();
 
     fn handle(&mut self, msg: RegisterNodeManager, _: &mut Context<Self>) {
-        self.state
-            .lock()
-            .scheduler
-            .add_node(&msg.host, &msg.rack, msg.capability);
+        {
+            let mut st = self.state.lock();
+            if st.decommissions.contains_key(&msg.host) {
+                tracing::info!(
+                    host = msg.host.as_str(),
+                    "Disallowed NodeManager from  {}, Sending SHUTDOWN signal to the NodeManager.",
+                    msg.host
+                );
+                return;
+            }
+            st.scheduler.add_node(&msg.host, &msg.rack, msg.capability);
+        }
         tracing::info!(
             host = msg.host.as_str(),
             rack = msg.rack.as_str(),
@@ -1150,6 +1459,48 @@ impl Handler<GetClusterNodes> for ResourceManager {
     }
 }
 
+impl Handler<RefreshNodes> for ResourceManager {
+    type Result = Result<Vec<NodeReport>, YarnError>;
+
+    fn handle(&mut self, msg: RefreshNodes, ctx: &mut Context<Self>) -> Self::Result {
+        {
+            let st = self.state.lock();
+            let known: BTreeSet<String> = st.all_node_reports().into_iter().map(|n| n.host).collect();
+            for host in msg.decommission.iter().chain(&msg.recommission) {
+                if !known.contains(host) {
+                    return Err(YarnError::Other(format!(
+                        "no NodeManager on host '{host}' (the nodes are {})",
+                        known.iter().cloned().collect::<Vec<_>>().join(", ")
+                    )));
+                }
+            }
+            if let Some(host) = msg.decommission.iter().find(|h| msg.recommission.contains(h)) {
+                return Err(YarnError::Other(format!(
+                    "host '{host}' cannot be decommissioned and recommissioned at once"
+                )));
+            }
+        }
+        let timeout = msg
+            .graceful_timeout
+            .unwrap_or(self.config.graceful_decommission_timeout);
+        for host in &msg.recommission {
+            self.recommission_node(host);
+        }
+        for host in &msg.decommission {
+            self.decommission_node(host, timeout, ctx);
+        }
+        Ok(self.state.lock().all_node_reports())
+    }
+}
+
+impl Handler<ListNodes> for ResourceManager {
+    type Result = MessageResult<ListNodes>;
+
+    fn handle(&mut self, _: ListNodes, _: &mut Context<Self>) -> MessageResult<ListNodes> {
+        MessageResult(self.state.lock().all_node_reports())
+    }
+}
+
 impl Handler<GetContainerOutput> for ResourceManager {
     type Result = ResponseFuture<Result<String, YarnError>>;
 
@@ -1283,12 +1634,18 @@ impl Handler<Allocate> for ResourceManager {
                 ..
             } = &mut *st;
             let mut running_containers = 0;
+            let updated_nodes = apps
+                .get_mut(&msg.attempt_id.app)
+                .and_then(|a| a.current_mut())
+                .map(|a| std::mem::take(&mut a.updated_nodes))
+                .unwrap_or_default();
             let response = AllocateResponse {
                 response_id: msg.response_id + 1,
                 allocated: granted.clone(),
                 completed,
                 num_cluster_nodes: scheduler.num_nodes(),
                 available: scheduler.available(),
+                updated_nodes,
             };
             if let Some(attempt) = apps.get_mut(&msg.attempt_id.app).and_then(|a| a.current_mut()) {
                 for c in &granted {
@@ -1409,6 +1766,7 @@ mod tests {
             last_response: None,
             am_exit_status,
             am_diagnostics: String::new(),
+            updated_nodes: Vec::new(),
         }
     }
 

@@ -37,7 +37,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::protocol::YarnError;
-use super::records::{ApplicationAttemptId, Container, ContainerId, ContainerRequest, NodeReport, Resource};
+use super::records::{
+    ApplicationAttemptId, Container, ContainerId, ContainerRequest, NodeReport, NodeState, Resource,
+};
 
 /// YARN's name for the memory resource type (ResourceInformation.MEMORY_URI).
 const MEMORY_MB: &str = "memory-mb";
@@ -74,10 +76,16 @@ struct Node {
     capability: Resource,
     used: Resource,
     containers: BTreeSet<ContainerId>,
+    /// Being decommissioned gracefully: no room for anything new (YARN shrinks such a
+    /// node's total resource to what its containers use).
+    decommissioning: bool,
 }
 
 impl Node {
     fn free(&self) -> Resource {
+        if self.decommissioning {
+            return Resource::default();
+        }
         self.capability.minus(&self.used)
     }
 }
@@ -166,9 +174,22 @@ impl Scheduler {
                         capability,
                         used: Resource::default(),
                         containers: BTreeSet::new(),
+                        decommissioning: false,
                     },
                 );
             }
+        }
+    }
+
+    /// Puts a node into graceful decommission (`true`: it gets no new container, AM or
+    /// executor, while its running ones go on) or back to running. False for an unknown host.
+    pub fn set_decommissioning(&mut self, host: &str, decommissioning: bool) -> bool {
+        match self.nodes.get_mut(host) {
+            Some(node) => {
+                node.decommissioning = decommissioning;
+                true
+            }
+            None => false,
         }
     }
 
@@ -507,6 +528,11 @@ impl Scheduler {
                 capability: node.capability,
                 used: node.used,
                 num_containers: u32::try_from(node.containers.len()).unwrap_or(u32::MAX),
+                state: if node.decommissioning {
+                    NodeState::Decommissioning
+                } else {
+                    NodeState::Running
+                },
             })
             .collect()
     }
@@ -963,6 +989,61 @@ mod tests {
     }
 
     #[test]
+    fn a_decommissioning_node_gets_no_new_container_and_keeps_its_running_ones() {
+        let mut s = cluster();
+        let on_h1 = s
+            .allocate(
+                attempt(1, 1),
+                &[on(Resource::new(1024, 1), &["h1"], &[], false)],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(hosts(&on_h1), vec!["h1"]);
+        assert!(s.set_decommissioning("h1", true));
+        assert!(!s.set_decommissioning("h9", true), "unknown host");
+        let h1 = s.node_reports().into_iter().find(|n| n.host == "h1").unwrap();
+        assert_eq!((h1.state, h1.num_containers), (NodeState::Decommissioning, 1));
+        // Not on h1, even when asked for it: strictly there is nothing; relaxed elsewhere.
+        let strict = s
+            .allocate(
+                attempt(1, 1),
+                &[on(Resource::new(1024, 1), &["h1"], &[], false)],
+                &[],
+            )
+            .unwrap();
+        assert!(strict.is_empty());
+        let relaxed = s
+            .allocate(
+                attempt(1, 1),
+                &[on(Resource::new(1024, 1), &["h1"], &[], true)],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(relaxed.len(), 1);
+        assert_ne!(relaxed[0].node, "h1");
+        // Nor an AM container, whatever room it has.
+        for app in 2..20 {
+            if let Some(c) = s.allocate_am(attempt(app, 1), &Resource::new(1024, 1)).unwrap() {
+                assert_ne!(c.node, "h1");
+            }
+        }
+        // Its running container is still accounted until it ends.
+        assert_eq!(s.containers_on("h1"), vec![on_h1[0].id]);
+        assert!(s.release(&on_h1[0].id));
+        assert!(s.containers_on("h1").is_empty());
+        // Recommissioned, it takes containers again.
+        assert!(s.set_decommissioning("h1", false));
+        let back = s
+            .allocate(
+                attempt(1, 1),
+                &[on(Resource::new(1024, 1), &["h1"], &[], false)],
+                &[],
+            )
+            .unwrap();
+        assert_eq!(hosts(&back), vec!["h1"]);
+    }
+
+    #[test]
     fn release_and_node_loss_accounting() {
         let mut s = cluster();
         let a = attempt(1, 1);
@@ -1038,6 +1119,7 @@ mod tests {
                 capability: Resource::new(8192, 8),
                 used: Resource::new(2048, 1),
                 num_containers: 1,
+                state: NodeState::Running,
             }
         );
         // Re-registering keeps the containers accounted.

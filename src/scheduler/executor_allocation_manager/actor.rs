@@ -16,7 +16,9 @@
 //! a new target goes to the DriverEndpoint as requestTotalExecutors (→ YarnSchedulerEndpoint
 //! → AMEndpoint → the allocator, which changes its target and asks for or cancels
 //! containers), and idle executors go as killExecutors (→ AMEndpoint → the allocator
-//! releases their containers), followed by the current target again (SPARK-21834). Answers
+//! releases their containers) or, with `spark.decommission.enabled`, as
+//! decommissionExecutors ("spark scale down": they finish their tasks and exit), followed
+//! by the current target again (SPARK-21834). Answers
 //! come back to the core (acknowledged or rolled back; killed or selectable again). While a
 //! request is in flight the core issues no other target change. The timer is registered in
 //! `started()`, so a restarted actor ticks again and re-sends the current target.
@@ -33,7 +35,9 @@ use crate::runtime::{ActorPath, Clock, Kept, Me};
 use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverState};
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::SparkListener;
-use crate::scheduler::messages::{ClientKillExecutors, ClientRequestTotalExecutors};
+use crate::scheduler::messages::{
+    ClientDecommissionExecutors, ClientKillExecutors, ClientRequestTotalExecutors, ExecutorDecommissionInfo,
+};
 
 /// The actor's path segment under the driver.
 pub const EXECUTOR_ALLOCATION_MANAGER_SEGMENT: &str = "executor-allocation-manager";
@@ -93,15 +97,30 @@ impl ExecutorAllocationManager {
                 core.lock().request_answered(req, acknowledged);
             }
             if !round.expired.is_empty() {
-                let chosen = core.lock().select_removals(&round.expired);
+                let (chosen, decommission) = {
+                    let mut c = core.lock();
+                    (c.select_removals(&round.expired), c.config().decommission_enabled)
+                };
                 if !chosen.is_empty() {
-                    let kill = ClientKillExecutors {
-                        executor_ids: chosen.clone(),
-                        adjust_target_num_executors: false,
-                        count_failures: false,
-                        force: false,
+                    let killed = if decommission {
+                        let decommission = ClientDecommissionExecutors {
+                            executors: chosen
+                                .iter()
+                                .map(|id| (id.clone(), ExecutorDecommissionInfo::new("spark scale down")))
+                                .collect(),
+                            adjust_target_num_executors: false,
+                            triggered_by_executor: false,
+                        };
+                        driver.ask(decommission, timeout).await.unwrap_or_default()
+                    } else {
+                        let kill = ClientKillExecutors {
+                            executor_ids: chosen.clone(),
+                            adjust_target_num_executors: false,
+                            count_failures: false,
+                            force: false,
+                        };
+                        driver.ask(kill, timeout).await.unwrap_or_default()
                     };
-                    let killed = driver.ask(kill, timeout).await.unwrap_or_default();
                     let resync = {
                         let mut c = core.lock();
                         c.kill_answered(&chosen, &killed);

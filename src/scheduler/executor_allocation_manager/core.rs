@@ -53,6 +53,8 @@ pub struct AllocationConfig {
     pub scheduler_backlog_timeout_ms: u64,
     pub sustained_scheduler_backlog_timeout_ms: u64,
     pub monitor: MonitorConfig,
+    /// `spark.decommission.enabled`: idle executors are decommissioned instead of killed.
+    pub decommission_enabled: bool,
 }
 
 impl AllocationConfig {
@@ -90,6 +92,7 @@ impl AllocationConfig {
                         .unwrap_or(true),
                 shuffle_timeout_ms: ms(&conf::DYN_ALLOCATION_SHUFFLE_TRACKING_TIMEOUT, u64::MAX),
             },
+            decommission_enabled: conf.get(&conf::DECOMMISSION_ENABLED).unwrap_or(false),
         }
     }
 }
@@ -632,7 +635,10 @@ impl ExecutorAllocationCore {
         chosen
     }
 
-    /// The driver's answer to a kill: those killed are being removed.
+    /// The driver's answer to a kill (or, with `spark.decommission.enabled`, a
+    /// decommission): those named are being removed. (Spark's monitor marks decommissioned
+    /// executors apart from killed ones; every rule here treats both the same: no idle
+    /// time-out, not counted among the executors left.)
     pub fn kill_answered(&mut self, requested: &[String], killed: &[String]) {
         self.monitor.executors_killed(killed);
         if killed.is_empty() {

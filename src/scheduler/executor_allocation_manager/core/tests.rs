@@ -18,6 +18,7 @@ fn config(min: u32, max: u32, initial: u32, tasks_per_executor: u32, ratio: f64)
             shuffle_tracking: true,
             shuffle_timeout_ms: u64::MAX,
         },
+        decommission_enabled: false,
     }
 }
 
