@@ -370,11 +370,29 @@ impl DAGScheduler {
             let cpus_per_task = self.task_scheduler.lock().config().cpus_per_task;
             self.executors.lock().max_num_concurrent_tasks(cpus_per_task)
         });
+        // A fetch failure from a decommissioning executor (Spark asks the TaskScheduler).
+        let fetch_source_decommissioned = match &event {
+            DagEvent::CompletionEvent {
+                reason:
+                    super::events::TaskEndReason::FetchFailed {
+                        executor_id: Some(exec),
+                        ..
+                    },
+                ..
+            } => self
+                .task_scheduler
+                .lock()
+                .executor_decommission_state(exec)
+                .is_some(),
+            _ => false,
+        };
         let actions = {
             let mut st = self.state.lock();
             if let Some(slots) = slots {
                 st.core.set_max_concurrent_tasks(slots);
             }
+            st.core
+                .set_fetch_source_decommissioned(fetch_source_decommissioned);
             st.core.handle(event, now);
             st.core.take_actions()
         };

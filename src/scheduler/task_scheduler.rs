@@ -24,7 +24,10 @@
 //! offers only active executors), stop counting for locality, and a task likely to outlive
 //! one is speculated with `spark.executor.decommission.killInterval`.
 //!
-//! Not modelled (as for the TaskSetManager): FAIR pools, barrier stages, excludeOnFailure and
+//! A barrier task set is launched only when each of its tasks gets an offer in the same
+//! round (Spark's `barrierPendingLaunchTasks`); otherwise its picks are taken back.
+//!
+//! Not modelled (as for the TaskSetManager): FAIR pools, excludeOnFailure and
 //! its abort timer, custom resources and resource profiles, task result
 //! fetching (the result size arrives with the FINISHED update).
 //! `kill_all_task_attempts` also suspends the stage's task sets, as Spark 4 does.

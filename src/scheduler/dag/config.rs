@@ -16,6 +16,8 @@ pub const UNREGISTER_OUTPUT_ON_HOST_KEY: &str = "spark.files.fetchFailure.unRegi
 pub const REDUCE_LOCALITY_KEY: &str = "spark.shuffle.reduceLocality.enabled";
 /// `spark.dynamicAllocation.enabled`.
 pub const DYN_ALLOCATION_ENABLED_KEY: &str = "spark.dynamicAllocation.enabled";
+/// `spark.stage.ignoreDecommissionFetchFailure`.
+pub const IGNORE_DECOMMISSION_FETCH_FAILURE_KEY: &str = "spark.stage.ignoreDecommissionFetchFailure";
 /// `spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures`.
 pub const BARRIER_CHECK_MAX_FAILURES_KEY: &str =
     "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures";
@@ -60,6 +62,9 @@ pub struct DagConfig {
     pub reduce_locality_enabled: bool,
     /// `spark.dynamicAllocation.enabled` (false): barrier stages are refused with it.
     pub dynamic_allocation_enabled: bool,
+    /// `spark.stage.ignoreDecommissionFetchFailure` (false): a fetch failure from a
+    /// decommissioning executor does not count towards the consecutive failed attempts.
+    pub ignore_decommission_fetch_failure: bool,
     /// `spark.scheduler.barrier.maxConcurrentTasksCheck.interval` (15 s): how long a job
     /// whose barrier stage needs more slots than the cluster has waits before it is
     /// submitted again.
@@ -78,6 +83,7 @@ impl Default for DagConfig {
             unregister_output_on_host_on_fetch_failure: false,
             reduce_locality_enabled: true,
             dynamic_allocation_enabled: false,
+            ignore_decommission_fetch_failure: false,
             barrier_check_interval_ms: 15_000,
             barrier_check_max_failures: 40,
         }
@@ -108,6 +114,10 @@ impl DagConfig {
             ),
             reduce_locality_enabled: parse_bool(REDUCE_LOCALITY_KEY, d.reduce_locality_enabled),
             dynamic_allocation_enabled: parse_bool(DYN_ALLOCATION_ENABLED_KEY, d.dynamic_allocation_enabled),
+            ignore_decommission_fetch_failure: parse_bool(
+                IGNORE_DECOMMISSION_FETCH_FAILURE_KEY,
+                d.ignore_decommission_fetch_failure,
+            ),
             // Times are read by the caller (Spark's time strings); see `context::driver`.
             barrier_check_interval_ms: d.barrier_check_interval_ms,
             barrier_check_max_failures: get(BARRIER_CHECK_MAX_FAILURES_KEY)

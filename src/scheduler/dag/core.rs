@@ -11,6 +11,13 @@
 //! reading stage failed, drop the lost output and resubmit after [`RESUBMIT_TIMEOUT_MS`],
 //! aborting after `spark.stage.maxConsecutiveAttempts` consecutive failed attempts.
 //!
+//! Barrier stages (an RDD made by `barrier().mapPartitions`): at creation Spark's checks
+//! (dynamic allocation, the RDD chain, the cluster's task slots — the last one retried after
+//! `spark.scheduler.barrier.maxConcurrentTasksCheck.interval`); any failed task fails the
+//! whole attempt (its tasks killed, a map stage's outputs all dropped and the stage
+//! resubmitted, a result stage aborted); their output is indeterminate, so a partly
+//! available barrier map stage reruns in full.
+//!
 //! Per-task work (BeginEvent, CompletionEvent) is O(1): stages are found by id, result
 //! outputs by the attempt's task index, pending map partitions are a bitmap with a count.
 //! Work proportional to a stage's size happens once per stage attempt.
@@ -112,6 +119,9 @@ pub struct DagScheduler {
     barrier_check_failures: HashMap<u32, u32>,
     /// Jobs waiting to be submitted again after a failed slot check.
     barrier_job_resubmits: BTreeMap<u32, DagEvent>,
+    /// The fetch failure being handled names an executor that is decommissioning (set by
+    /// the caller, which asks the TaskSchedulerImpl).
+    fetch_source_decommissioned: bool,
 }
 
 impl Default for DagScheduler {
@@ -142,7 +152,14 @@ impl DagScheduler {
             max_concurrent_tasks: u32::MAX,
             barrier_check_failures: HashMap::new(),
             barrier_job_resubmits: BTreeMap::new(),
+            fetch_source_decommissioned: false,
         }
+    }
+
+    /// Before a CompletionEvent with a fetch failure: whether the executor it names is
+    /// decommissioning (Spark's `isExecutorDecommissioningOrDecommissioned`).
+    pub fn set_fetch_source_decommissioned(&mut self, decommissioned: bool) {
+        self.fetch_source_decommissioned = decommissioned;
     }
 
     /// Spark's `sc.maxNumConcurrentTasks`: the task slots of the active executors, which a
@@ -243,6 +260,11 @@ impl DagScheduler {
 
     /// Handles one event at `now_ms` (milliseconds since the Unix epoch).
     pub fn handle(&mut self, event: DagEvent, now_ms: u64) {
+        self.handle_event(event, now_ms);
+        self.fetch_source_decommissioned = false;
+    }
+
+    fn handle_event(&mut self, event: DagEvent, now_ms: u64) {
         match event {
             DagEvent::JobSubmitted {
                 job_id,
@@ -1753,7 +1775,21 @@ impl DagScheduler {
             );
             return;
         }
-        failed_stage.failed_attempt_ids.insert(stage_attempt_id);
+        // A fetch failure from a decommissioning executor may not count towards the stage's
+        // consecutive failed attempts.
+        if std::mem::take(&mut self.fetch_source_decommissioned)
+            && self.config.ignore_decommission_fetch_failure
+        {
+            tracing::info!(
+                stage_id,
+                stage_attempt = stage_attempt_id,
+                task_id,
+                "Ignoring fetch failure from {task} of {failed_stage} attempt {stage_attempt_id} when count spark.stage.maxConsecutiveAttempts as executor {} is decommissioned and  spark.stage.ignoreDecommissionFetchFailure=true",
+                executor_id.as_deref().unwrap_or("")
+            );
+        } else {
+            failed_stage.failed_attempt_ids.insert(stage_attempt_id);
+        }
         let should_abort =
             failed_stage.failed_attempt_ids.len() >= self.config.max_consecutive_attempts as usize;
         let task_epoch = failed_stage.attempt(stage_attempt_id).map_or(0, |a| a.epoch);

@@ -1698,3 +1698,42 @@ fn a_barrier_task_succeeding_after_its_attempt_failed_does_not_shrink_the_retry(
         Some(vec![0, 1, 2])
     );
 }
+
+#[test]
+fn fetch_failures_from_a_decommissioning_executor_do_not_count_when_asked() {
+    // maxConsecutiveAttempts 2: two fetch failures abort, unless they come from a
+    // decommissioning executor with spark.stage.ignoreDecommissionFetchFailure.
+    let run = |ignore: bool, decommissioned: bool| {
+        let mut h = H::with(DagConfig {
+            max_consecutive_attempts: 2,
+            ignore_decommission_fetch_failure: ignore,
+            ..DagConfig::default()
+        });
+        let l = one_shuffle_lineage();
+        let (_, a) = h.submit(&l, 3, vec![0]);
+        let mut map_ts = one_task_set(&a);
+        let mut ended = None;
+        for _ in 0..2 {
+            let a = finish_map_stage(&mut h, &map_ts, 3);
+            let reduce_ts = one_task_set(&a);
+            h.dag.set_fetch_source_decommissioned(decommissioned);
+            let last = h.fetch_fail(&reduce_ts, 0, 0, 0, "1");
+            ended = job_ended(&last);
+            if ended.is_some() {
+                break;
+            }
+            let a = h.send(DagEvent::ResubmitFailedStages);
+            map_ts = one_task_set(&a);
+        }
+        ended
+    };
+    assert!(
+        run(false, true).is_some_and(|(_, r)| r.is_err()),
+        "counted without the setting"
+    );
+    assert!(
+        run(true, false).is_some_and(|(_, r)| r.is_err()),
+        "counted from a live executor"
+    );
+    assert_eq!(run(true, true), None, "ignored: the stage goes on");
+}
