@@ -98,6 +98,10 @@ pub const KILLABLE: &[Killable] = &[
         glob: "/node/nm-*/container_*/executor-*",
         actor_type: "CoarseGrainedExecutorBackend",
     },
+    Killable {
+        glob: "*/driver/barrier-coordinator",
+        actor_type: "BarrierCoordinator",
+    },
 ];
 
 /// The globs of [`KILLABLE`].

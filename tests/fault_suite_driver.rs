@@ -9,6 +9,7 @@
 mod common;
 
 use common::suite::{clean_pi, kill_plan, kills_plan, result_lines, run, suite_conf, Run, PI};
+use sparkyard::runtime::ActorPath;
 use sparkyard::runtime::KillMode;
 use sparkyard::yarn::records::FinalApplicationStatus;
 
@@ -241,4 +242,73 @@ async fn listener_bus_killed_once_loses_no_event() {
 #[actix_rt::test]
 async fn listener_bus_killed_beyond_intensity_fails_the_application() {
     killed_beyond_intensity("*/driver/listener-bus", &[]).await;
+}
+
+#[actix_rt::test]
+async fn barrier_coordinator_killed_once_mid_sync_lets_the_sync_complete() {
+    // Four barrier tasks reach their first sync 300 ms apart: the coordinator is killed
+    // while the first waits. The waiting task asks the new incarnation again; the sync
+    // completes and the job ends with the clean run's output.
+    let node = common::inproc::node().await;
+    let conf = suite_conf(&[("spark.executor.cores", "2")]);
+    let job = common::inproc::submit(
+        &node,
+        "sparkyard.examples.BarrierSync",
+        &["--tasks", "4", "--rounds", "2", "--ms", "300"],
+        conf,
+    );
+    let kill = async {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let path = loop {
+            let waiting = common::inproc::records(&node).into_iter().find(|r| {
+                r["msg"].as_str().is_some_and(|m| {
+                    m.starts_with(
+                        "Barrier sync epoch 0 from Stage 0 (Stage Attempt 0) received update from Task ",
+                    ) && m.ends_with("current progress: 1/4.")
+                })
+            });
+            if let Some(r) = waiting {
+                break r["actor"].as_str().unwrap().to_string();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a task waits in the first sync"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        };
+        assert!(path.ends_with("/driver/barrier-coordinator"), "{path}");
+        node.cluster
+            .kill("*/driver/barrier-coordinator", KillMode::Panic, "fault-suite")
+            .expect("the coordinator runs");
+        ActorPath::parse(&path).unwrap()
+    };
+    let ((outcome, out), path) = tokio::join!(job, kill);
+    common::inproc::dump(&node);
+    common::inproc::succeeded(&outcome, &out);
+    assert!(
+        out.contains("BarrierSync: round 0: 4 tasks synchronised"),
+        "{out}"
+    );
+    assert!(
+        out.contains("BarrierSync: round 1: 4 tasks synchronised"),
+        "{out}"
+    );
+    let records = common::inproc::records(&node);
+    assert!(records
+        .iter()
+        .any(|r| r["event"] == "actor_restarted" && r["actor"] == path.as_str()));
+    let m = common::inproc::msgs(&node);
+    assert!(
+        m.iter()
+            .any(|l| l
+                .starts_with("BarrierCoordinator restarted with the epochs of 1 barrier stage attempt(s)"))
+    );
+    // No stage failed: the sync in progress was taken up by the new incarnation.
+    assert!(common::inproc::events(&node, "barrier_stage_failed").is_empty());
+    assert_eq!(common::inproc::events(&node, "barrier_sync").len(), 2);
+}
+
+#[actix_rt::test]
+async fn barrier_coordinator_killed_beyond_intensity_fails_the_application() {
+    killed_beyond_intensity("*/driver/barrier-coordinator", &[]).await;
 }

@@ -8,6 +8,7 @@
 //! sparkyard registers its own applications with [`register_application`] and its own
 //! operations with `rdd::ops::register`.
 
+pub mod barrier_sync;
 pub mod driver_test;
 pub mod exception_handling_test;
 pub mod java_word_count;
@@ -30,6 +31,7 @@ pub const APPLICATIONS: &[(&str, AppMain)] = &[
     ("sparkyard.examples.MapCount", map_count::main),
     ("sparkyard.examples.SleepTasks", sleep_tasks::main),
     ("sparkyard.examples.DriverTest", driver_test::main),
+    ("sparkyard.examples.BarrierSync", barrier_sync::main),
 ];
 
 static REGISTERED: RwLock<Vec<(String, AppMain)>> = RwLock::new(Vec::new());
@@ -74,5 +76,6 @@ pub fn register_operations() {
         spark_pi::register_ops();
         exception_handling_test::register_ops();
         sleep_tasks::register_ops();
+        barrier_sync::register_ops();
     });
 }

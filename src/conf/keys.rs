@@ -454,6 +454,27 @@ keys! {
     STAGE_IGNORE_DECOMMISSION_FETCH_FAILURE: BoolEntry =
         ConfEntry::new("spark.stage.ignoreDecommissionFetchFailure", BoolKind, "false");
 
+    /// How long the tasks of a barrier stage wait for each other in one
+    /// `BarrierTaskContext.barrier()` before they all fail. Bare numbers are seconds.
+    BARRIER_SYNC_TIMEOUT: TimeEntry = ConfEntry::new("spark.barrier.sync.timeout", SECS, "365d")
+        .check(positive_time, "must be greater than 0");
+
+    /// How long the DAGScheduler waits before checking again whether the cluster has the
+    /// slots a barrier stage needs. Bare numbers are seconds.
+    BARRIER_MAX_CONCURRENT_TASKS_CHECK_INTERVAL: TimeEntry = ConfEntry::new(
+        "spark.scheduler.barrier.maxConcurrentTasksCheck.interval",
+        SECS,
+        "15s"
+    );
+
+    /// How many failed checks of a barrier stage's slots fail its job.
+    BARRIER_MAX_CONCURRENT_TASKS_CHECK_MAX_FAILURES: U32Entry = ConfEntry::new(
+        "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures",
+        IntKind::new(),
+        "40"
+    )
+    .check(at_least_one, "must be at least 1");
+
     /// On a fetch failure, drop every map output of the host instead of only the executor's.
     UNREGISTER_OUTPUT_ON_HOST_ON_FETCH_FAILURE: BoolEntry =
         ConfEntry::new("spark.files.fetchFailure.unRegisterOutputOnHost", BoolKind, "false");

@@ -10,10 +10,12 @@
 //! - `speculation-timer` (with `spark.speculation=true`): checkSpeculatableTasks every
 //!   `spark.speculation.interval`;
 //! - `executor-allocation-manager` (with `spark.dynamicAllocation.enabled=true`): the
-//!   ExecutorAllocationManager's schedule loop.
+//!   ExecutorAllocationManager's schedule loop;
+//! - `barrier-coordinator` (BarrierCoordinator): the global sync of barrier tasks.
 //!
-//! The bus starts with the driver's own listeners: the HeartbeatReceiver's and, with
-//! dynamic allocation, the ExecutorAllocationManager's (its listener and ExecutorMonitor).
+//! The bus starts with the driver's own listeners: the HeartbeatReceiver's, the
+//! BarrierCoordinator's and, with dynamic allocation, the ExecutorAllocationManager's (its
+//! listener and ExecutorMonitor).
 //!
 //! `<parent>` is the AM's supervisor in cluster mode and `/submit` in client mode. State
 //! that must outlive a restart is kept by the child specs: the executor map, the
@@ -27,6 +29,9 @@ use crate::conf::{self, SparkConf};
 use crate::runtime::supervisor::TerminateChild;
 use crate::runtime::{
     ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, Supervisor, SupervisorSpec,
+};
+use crate::scheduler::barrier_coordinator::{
+    BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
 };
 use crate::scheduler::dag::{DagConfig, DagScheduler};
 use crate::scheduler::dag_scheduler::{DAGScheduler, DagEventQueue, DagQueueRef, DagState};
@@ -67,6 +72,7 @@ pub struct DriverPaths {
     pub heartbeat_receiver: ActorPath,
     pub speculation_timer: ActorPath,
     pub executor_allocation_manager: ActorPath,
+    pub barrier_coordinator: ActorPath,
 }
 
 impl DriverPaths {
@@ -86,6 +92,7 @@ impl DriverPaths {
             heartbeat_receiver: child(HEARTBEAT_RECEIVER_SEGMENT),
             speculation_timer: child(SPECULATION_TIMER_SEGMENT),
             executor_allocation_manager: child(EXECUTOR_ALLOCATION_MANAGER_SEGMENT),
+            barrier_coordinator: child(BARRIER_COORDINATOR_SEGMENT),
             driver,
         }
     }
@@ -181,7 +188,10 @@ pub fn driver_spec(
         task_scheduler: Kept::new(TaskSchedulerImpl::new(ts_config, rack_resolver(conf), seed)),
         bus: bus.clone(),
     };
-    let dag_config = DagConfig::from_lookup(|k| conf.get_str(k));
+    let mut dag_config = DagConfig::from_lookup(|k| conf.get_str(k));
+    if let Ok(interval) = conf.get(&conf::BARRIER_MAX_CONCURRENT_TASKS_CHECK_INTERVAL) {
+        dag_config.barrier_check_interval_ms = interval.as_millis() as u64;
+    }
     let dag_state = Kept::new(DagState {
         core: DagScheduler::new(dag_config),
         waiters: Default::default(),
@@ -189,10 +199,19 @@ pub fn driver_spec(
     // The driver's own listeners, there from the first event.
     let heartbeats = Kept::new(HeartbeatState::default());
     let heartbeat_config = HeartbeatConfig::from_conf(conf);
-    let mut listeners: Vec<Box<dyn SparkListener>> = vec![Box::new(HeartbeatListener::new(
-        heartbeats.clone(),
-        cluster.clock().clone(),
-    ))];
+    let mut listeners: Vec<Box<dyn SparkListener>> = vec![
+        Box::new(HeartbeatListener::new(
+            heartbeats.clone(),
+            cluster.clock().clone(),
+        )),
+        Box::new(BarrierCoordinatorListener::new(
+            cluster.endpoint(&paths.barrier_coordinator),
+        )),
+    ];
+    let barrier_epochs = Kept::new(BarrierEpochs::default());
+    let barrier_timeout = conf
+        .get(&conf::BARRIER_SYNC_TIMEOUT)
+        .unwrap_or(Duration::from_secs(365 * 24 * 3600));
     let allocation = conf
         .get(&conf::DYN_ALLOCATION_ENABLED)
         .unwrap_or(false)
@@ -210,6 +229,7 @@ pub fn driver_spec(
     let (conf, paths) = (conf.clone(), paths.clone());
     let spec = ChildSpec::supervisor(DRIVER_SEGMENT, move || {
         let (bs, bc) = (bus_state.clone(), counters.clone());
+        let dst = driver_state.clone();
         let (ds, dq, ts, de, dbus) = (
             dag_state.clone(),
             dag_queue.clone(),
@@ -236,7 +256,15 @@ pub fn driver_spec(
                 LiveListenerBus::new(me, bs.clone(), bc.clone())
             }))
             .child(ChildSpec::worker("dag-scheduler", move |_, me| {
-                DAGScheduler::new(me, ds.clone(), dq.clone(), ts.clone(), de.clone(), dbus.clone())
+                DAGScheduler::new(
+                    me,
+                    ds.clone(),
+                    dq.clone(),
+                    ts.clone(),
+                    dst.clone(),
+                    de.clone(),
+                    dbus.clone(),
+                )
             }))
             .child(ChildSpec::worker("driver-endpoint", move |_, me| {
                 DriverEndpoint::new(me, c.clone(), l.clone(), st.clone())
@@ -255,6 +283,10 @@ pub fn driver_spec(
                 SpeculationTimer::new(me, ts2.clone(), dag2.clone(), de4.clone(), interval)
             }));
         }
+        let epochs = barrier_epochs.clone();
+        spec = spec.child(ChildSpec::worker(BARRIER_COORDINATOR_SEGMENT, move |_, me| {
+            BarrierCoordinator::new(me, epochs.clone(), barrier_timeout)
+        }));
         if let Some(core) = &allocation {
             let (core, de6) = (core.clone(), paths.driver_endpoint.clone());
             spec = spec.child(ChildSpec::worker(

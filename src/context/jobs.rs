@@ -167,7 +167,13 @@ impl JobRunner for DriverJobRunner {
         loop {
             match rx.recv_timeout(WAIT_SLICE) {
                 Ok(Ok(values)) => return Ok(values),
-                Ok(Err(message)) => return Err(JobError::new(message)),
+                Ok(Err(message)) => {
+                    // A job refused by a barrier check throws Spark's BarrierJobAllocationFailed.
+                    return Err(match crate::scheduler::dag::barrier_exception_class(&message) {
+                        Some(class) => JobError::with_class(class, message),
+                        None => JobError::new(message),
+                    });
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if self.cancel.is_cancelled() {
                         self.cancel_job(job_id, "because SparkContext was shut down");

@@ -17,10 +17,13 @@ use std::time::{Duration, Instant};
 use super::backend::CoarseGrainedExecutorBackend;
 use super::block_store::BlockStore;
 use crate::logs::ctx::{LogCtx, LogScope};
-use crate::rdd::{self, FetchFailure, ShuffleId, Slice, TaskContext as _, TaskError, TaskOutput};
+use crate::rdd::{
+    self, BarrierMethod, FetchFailure, ShuffleId, Slice, TaskContext as _, TaskError, TaskOutput,
+};
 use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
 use crate::runtime::{ActorPath, CancelToken, Cluster};
+use crate::scheduler::barrier_coordinator::{BarrierCoordinator, RequestToSync, BARRIER_COORDINATOR_SEGMENT};
 use crate::scheduler::driver_endpoint::DriverEndpoint;
 use crate::scheduler::events::{TaskEndReason, TaskMetrics};
 use crate::scheduler::task::{
@@ -171,7 +174,19 @@ struct ExecutorTaskContext<'a> {
     shuffle_inputs: &'a [ShuffleLocations],
     /// Bytes fetched from other executors.
     remote_bytes_read: std::cell::Cell<u64>,
+    /// A barrier stage's task (Spark's BarrierTaskContext): how many tasks the stage has.
+    barrier_tasks: Option<u32>,
+    /// Global syncs passed so far (`barrierEpoch`).
+    barrier_epoch: std::cell::Cell<u32>,
 }
+
+/// How many times a task asks the barrier coordinator again while it restarts, and how
+/// long apart.
+const BARRIER_TRIES: u32 = 100;
+const BARRIER_RETRY_PAUSE: Duration = Duration::from_millis(10);
+/// The bound of one sync ask: the coordinator answers a sync that takes too long itself
+/// (`spark.barrier.sync.timeout`), as Spark's 365-day RPC time-out leaves it to.
+const BARRIER_ASK_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl ExecutorTaskContext<'_> {
     fn killed(&self) -> TaskError {
@@ -233,6 +248,121 @@ impl rdd::TaskContext for ExecutorTaskContext<'_> {
             .clock()
             .blocking_sleep(d, Some(self.cancel))
             .map_err(|_| self.killed())
+    }
+
+    fn stage_attempt_number(&self) -> u32 {
+        self.desc.stage_attempt_id
+    }
+
+    /// BarrierTaskContext.runBarrier: asks the driver's BarrierCoordinator and waits (a kill
+    /// ends the wait at once).
+    fn barrier_sync(&self, method: BarrierMethod, message: &str) -> Result<Vec<String>, TaskError> {
+        let Some(num_tasks) = self.barrier_tasks else {
+            return Err(rdd::not_a_barrier_task());
+        };
+        let (tid, stage, attempt) = (self.desc.task_id, self.desc.stage_id, self.desc.stage_attempt_id);
+        let epoch = self.barrier_epoch.get();
+        tracing::info!(
+            task_id = tid,
+            stage_id = stage,
+            stage_attempt = attempt,
+            barrier_epoch = epoch,
+            "Task {tid} from Stage {stage}(Attempt {attempt}) has entered the global sync, current barrier epoch is {epoch}."
+        );
+        let started = Instant::now();
+        let coordinator_path = self
+            .exec
+            .driver
+            .path()
+            .parent()
+            .and_then(|d| d.child(BARRIER_COORDINATOR_SEGMENT).ok());
+        let Some(coordinator_path) = coordinator_path else {
+            return Err(TaskError::exception(
+                "org.apache.spark.SparkException",
+                format!(
+                    "no barrier coordinator next to the driver {}",
+                    self.exec.driver.path()
+                ),
+            ));
+        };
+        let coordinator: EndpointRef<BarrierCoordinator> = self.exec.cluster.endpoint(&coordinator_path);
+        let request = RequestToSync {
+            num_tasks,
+            stage_id: stage,
+            stage_attempt_id: attempt,
+            task_attempt_id: tid,
+            barrier_epoch: epoch,
+            partition_id: self.desc.partition_id,
+            message: message.to_string(),
+            request_method: method,
+        };
+        let cancelled = self.cancel.cancelled();
+        let clock = self.exec.cluster.clock().clone();
+        let sync = async move {
+            // The coordinator restarting: asked again (the kept epoch lets the new
+            // incarnation take the sync up).
+            let ask = async move {
+                let mut tries = 0;
+                loop {
+                    tries += 1;
+                    let answer = coordinator
+                        .ask_while_restarting(
+                            request.clone(),
+                            BARRIER_ASK_TIMEOUT,
+                            BARRIER_TRIES,
+                            BARRIER_RETRY_PAUSE,
+                        )
+                        .await;
+                    match answer {
+                        Ok(Err(e)) if e.ask_again && tries < BARRIER_TRIES => {
+                            clock.sleep(BARRIER_RETRY_PAUSE).await
+                        }
+                        other => return other,
+                    }
+                }
+            };
+            futures_util::pin_mut!(ask);
+            match futures_util::future::select(ask, cancelled).await {
+                futures_util::future::Either::Left((answer, _)) => Some(answer),
+                futures_util::future::Either::Right(_) => None,
+            }
+        };
+        let answer = block_on(&self.exec.cluster, sync, BARRIER_ASK_TIMEOUT);
+        let waited = started.elapsed().as_secs();
+        let failed = |e: TaskError| {
+            tracing::info!(
+                task_id = tid,
+                stage_id = stage,
+                stage_attempt = attempt,
+                barrier_epoch = epoch,
+                "Task {tid} from Stage {stage}(Attempt {attempt}) failed to perform global sync, waited for {waited} seconds, current barrier epoch is {epoch}."
+            );
+            Err(e)
+        };
+        match answer {
+            Ok(None) => failed(self.killed()),
+            Ok(Some(Ok(Ok(messages)))) => {
+                self.barrier_epoch.set(epoch + 1);
+                tracing::info!(
+                    task_id = tid,
+                    stage_id = stage,
+                    stage_attempt = attempt,
+                    barrier_epoch = epoch + 1,
+                    "Task {tid} from Stage {stage}(Attempt {attempt}) finished global sync successfully, waited for {waited} seconds, current barrier epoch is {}.",
+                    epoch + 1
+                );
+                Ok(messages)
+            }
+            Ok(Some(Ok(Err(e)))) => failed(TaskError::exception(e.class_name, e.message)),
+            Ok(Some(Err(e))) => failed(TaskError::exception(
+                "org.apache.spark.SparkException",
+                format!("Could not reach the barrier coordinator: {e}"),
+            )),
+            Err(e) => failed(TaskError::exception(
+                "org.apache.spark.SparkException",
+                format!("Could not reach the barrier coordinator: {e}"),
+            )),
+        }
     }
 
     fn fetch_shuffle(&self, shuffle_id: ShuffleId, reduce_id: u32) -> Result<Vec<Vec<u8>>, TaskError> {
@@ -498,12 +628,23 @@ fn compute(
         ),
         None => None,
     };
+    // A barrier stage's tasks get a BarrierTaskContext (the stage's RDD says so).
+    let stage_rdd = match &binary.stage.kind {
+        rdd::TaskKind::ShuffleMap { dep } => dep.parent,
+        rdd::TaskKind::Result { rdd, .. } => *rdd,
+    };
+    let lineage = &binary.stage.lineage;
+    let barrier_tasks = lineage
+        .is_barrier(stage_rdd)
+        .then(|| lineage.num_partitions(stage_rdd));
     let ctx = ExecutorTaskContext {
         desc,
         exec,
         cancel,
         shuffle_inputs: &binary.shuffle_inputs,
         remote_bytes_read: std::cell::Cell::new(0),
+        barrier_tasks,
+        barrier_epoch: std::cell::Cell::new(0),
     };
     ctx.check_cancelled()?;
     let (output, counts) = rdd::run_task(&binary.stage, desc.partition_id, slice, &ctx)?;

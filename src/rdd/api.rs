@@ -196,6 +196,29 @@ fn illegal_argument(message: impl Into<String>) -> JobError {
     JobError::with_class("java.lang.IllegalArgumentException", message)
 }
 
+/// An RDD in barrier mode (Spark's `RDDBarrier`), from [`Rdd::barrier`].
+#[derive(Clone, Debug)]
+pub struct RddBarrier {
+    rdd: Rdd,
+}
+
+impl RddBarrier {
+    /// `rdd.barrier().mapPartitions(f)` (`preservesPartitioning = false`): a barrier stage.
+    pub fn map_partitions(&self, op: &str, args: Vec<Value>) -> Rdd {
+        self.map_partitions_with(op, args, false)
+    }
+
+    /// `rdd.barrier().mapPartitions(f, preservesPartitioning)`.
+    pub fn map_partitions_with(&self, op: &str, args: Vec<Value>, preserves_partitioning: bool) -> Rdd {
+        self.rdd.map_partitions_node_in(
+            OpCall::new(op, args),
+            preserves_partitioning,
+            true,
+            "mapPartitions",
+        )
+    }
+}
+
 /// `sc.parallelize(values, numSlices)`: `num_slices` defaults to the default parallelism.
 pub fn parallelize(
     runner: &Arc<dyn JobRunner>,
@@ -299,6 +322,7 @@ pub fn text_file(
             parent: hadoop_id,
             op: OpCall::new("identity", vec![]),
             preserves_partitioning: false,
+            is_from_barrier: false,
         },
         n,
         site,
@@ -422,6 +446,16 @@ impl Rdd {
     }
 
     fn map_partitions_node(&self, op: OpCall, preserves_partitioning: bool, method: &str) -> Rdd {
+        self.map_partitions_node_in(op, preserves_partitioning, false, method)
+    }
+
+    fn map_partitions_node_in(
+        &self,
+        op: OpCall,
+        preserves_partitioning: bool,
+        is_from_barrier: bool,
+        method: &str,
+    ) -> Rdd {
         let id = self.runner.new_rdd_id();
         let partitioner = if preserves_partitioning {
             self.inner.partitioner.clone()
@@ -434,11 +468,24 @@ impl Rdd {
                 parent: self.id(),
                 op,
                 preserves_partitioning,
+                is_from_barrier,
             },
             self.num_partitions(),
             call_site(self.runner.as_ref(), method),
             partitioner,
         )
+    }
+
+    /// `rdd.barrier()`: the RDD in barrier mode; its `mapPartitions` makes a barrier stage,
+    /// whose tasks all launch together and can synchronise with `BarrierTaskContext`'s
+    /// `barrier()` / `allGather()` ([`super::OpCtx::barrier`]).
+    pub fn barrier(&self) -> RddBarrier {
+        RddBarrier { rdd: self.clone() }
+    }
+
+    /// Spark's `rdd.isBarrier()`: computed in a barrier stage.
+    pub fn is_barrier(&self) -> bool {
+        self.lineage().is_barrier(self.id())
     }
 
     /// `rdd.map(f)` with the registered operation `op` (captured values in `args`).
@@ -934,6 +981,42 @@ mod tests {
         for h in handles {
             assert_eq!(h.join().unwrap(), Ok(1000));
         }
+    }
+
+    #[test]
+    fn barrier_mode_marks_its_stage_and_tasks_outside_it_cannot_sync() {
+        let (local, sc) = runner("Barrier", 2);
+        let base = parallelize_range(&sc, 0, 4, 1, Some(2)).unwrap();
+        assert!(!base.is_barrier());
+        let barrier = base.barrier().map_partitions("identity", vec![]);
+        assert!(barrier.is_barrier());
+        assert_eq!(barrier.call_site(), "mapPartitions at Barrier");
+        assert!(matches!(
+            barrier.node().kind,
+            RddKind::MapPartitions {
+                is_from_barrier: true,
+                ..
+            }
+        ));
+        // Narrow children are in the barrier stage; a shuffle ends it.
+        assert!(barrier.map("identity", vec![]).is_barrier());
+        assert!(!barrier.partition_by(2).is_barrier());
+        // An operation calling barrier() outside a barrier stage throws Spark's cast error.
+        register(
+            "api.tests.sync",
+            Op::map(|ctx, v| {
+                ctx.barrier()?;
+                Ok(v)
+            }),
+        );
+        let err = base.map("api.tests.sync", vec![]).count().unwrap_err();
+        assert!(
+            err.message.contains(
+                "java.lang.ClassCastException: class org.apache.spark.TaskContextImpl cannot be cast to class org.apache.spark.BarrierTaskContext"
+            ),
+            "{err}"
+        );
+        drop(local);
     }
 
     #[test]

@@ -819,6 +819,7 @@ mod tests {
                 parent,
                 op: OpCall::new(op, args),
                 preserves_partitioning: false,
+                is_from_barrier: false,
             },
             1,
         )

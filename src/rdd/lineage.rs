@@ -92,10 +92,14 @@ pub enum RddKind {
     /// MapPartitionsRDD Spark adds, as an `identity` map). `path` is absolute.
     TextFile { path: String, splits: Vec<FileSplit> },
     /// MapPartitionsRDD: a registered operation applied to each partition of `parent`.
+    /// `is_from_barrier`: made by `rdd.barrier().mapPartitions(...)` (the stage computing it
+    /// is a barrier stage).
     MapPartitions {
         parent: RddId,
         op: OpCall,
         preserves_partitioning: bool,
+        #[serde(default)]
+        is_from_barrier: bool,
     },
     /// ShuffledRDD: `parent`'s key-value records redistributed by `partitioner`.
     Shuffled {
@@ -251,6 +255,29 @@ impl Lineage {
             out.insert(node);
         }
         out
+    }
+
+    /// Spark's `rdd.isBarrier()`: the RDD, or an RDD it depends on through narrow
+    /// dependencies (within its stage), was made in barrier mode.
+    pub fn is_barrier(&self, id: RddId) -> bool {
+        self.stage_rdds(id).into_iter().any(|n| {
+            matches!(
+                n.kind,
+                RddKind::MapPartitions {
+                    is_from_barrier: true,
+                    ..
+                }
+            )
+        })
+    }
+
+    /// Spark's check of a barrier stage's RDD chain: every RDD the stage computes has
+    /// `num_tasks` partitions (and depends on at most one barrier RDD, which a lineage of
+    /// single-parent RDDs always does).
+    pub fn barrier_chain_ok(&self, id: RddId, num_tasks: u32) -> bool {
+        self.stage_rdds(id)
+            .into_iter()
+            .all(|n| n.num_partitions == num_tasks)
     }
 
     /// The slice of partition `partition` of the parallelized collection a stage computing

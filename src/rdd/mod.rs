@@ -37,7 +37,7 @@ pub mod text;
 pub mod value;
 
 pub use api::{
-    make_rdd, parallelize, parallelize_range, text_file, JobError, JobRunner, PartitionInfo, Rdd,
+    make_rdd, parallelize, parallelize_range, text_file, JobError, JobRunner, PartitionInfo, Rdd, RddBarrier,
     TAKE_SCALE_UP_FACTOR,
 };
 pub use lineage::{
@@ -49,8 +49,8 @@ pub use ops::{lookup, register, resolve, DriverContext, Op, OpCtx, Records};
 pub use partitioner::{default_partitioner, non_negative_mod};
 pub use slice::{slice_range, slice_values};
 pub use task::{
-    run_task, FetchFailure, ResultFunc, StageTask, TaskContext, TaskCounts, TaskError, TaskKind, TaskOutput,
-    EMPTY_COLLECTION,
+    not_a_barrier_task, run_task, BarrierMethod, FetchFailure, ResultFunc, StageTask, TaskContext,
+    TaskCounts, TaskError, TaskKind, TaskOutput, EMPTY_COLLECTION,
 };
 pub use text::text_file_splits;
 pub use value::Value;

@@ -152,6 +152,21 @@ impl<'a> OpCtx<'a> {
     pub fn check_cancelled(&self) -> Result<(), TaskError> {
         self.task.check_cancelled()
     }
+
+    /// `BarrierTaskContext.get().barrier()`: waits until every task of the barrier stage
+    /// attempt got here.
+    pub fn barrier(&self) -> Result<(), TaskError> {
+        self.task
+            .barrier_sync(super::task::BarrierMethod::Barrier, "")
+            .map(|_| ())
+    }
+
+    /// `BarrierTaskContext.get().allGather(message)`: like [`OpCtx::barrier`], answering every
+    /// task's message in partition order.
+    pub fn all_gather(&self, message: &str) -> Result<Vec<String>, TaskError> {
+        self.task
+            .barrier_sync(super::task::BarrierMethod::AllGather, message)
+    }
 }
 
 /// The task context of operations run on the driver (merging `reduce` results): never

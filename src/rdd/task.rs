@@ -186,6 +186,32 @@ impl fmt::Display for TaskError {
 
 impl std::error::Error for TaskError {}
 
+/// How a barrier task synchronises with the others (Spark's `RequestMethod`): a plain
+/// `barrier()` or an `allGather(message)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BarrierMethod {
+    Barrier,
+    AllGather,
+}
+
+impl fmt::Display for BarrierMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BarrierMethod::Barrier => "BARRIER",
+            BarrierMethod::AllGather => "ALL_GATHER",
+        })
+    }
+}
+
+/// What a task outside a barrier stage gets from `BarrierTaskContext` (Spark's
+/// `BarrierTaskContext.get()` casts the task's context).
+pub fn not_a_barrier_task() -> TaskError {
+    TaskError::exception(
+        "java.lang.ClassCastException",
+        "class org.apache.spark.TaskContextImpl cannot be cast to class org.apache.spark.BarrierTaskContext",
+    )
+}
+
 /// What the executor gives a running task.
 pub trait TaskContext {
     fn stage_id(&self) -> u32;
@@ -199,6 +225,17 @@ pub trait TaskContext {
     /// The encoded buckets for reduce partition `reduce_id` of every map output of
     /// `shuffle_id` (one entry per map output, in map index order).
     fn fetch_shuffle(&self, shuffle_id: ShuffleId, reduce_id: u32) -> Result<Vec<Vec<u8>>, TaskError>;
+    /// The attempt of the task's stage (`stageAttemptNumber`).
+    fn stage_attempt_number(&self) -> u32 {
+        0
+    }
+    /// BarrierTaskContext's global sync: blocks until every task of the barrier stage
+    /// attempt made the same call, then answers every task's message by partition (empty
+    /// strings for `barrier()`). A failed sync (time-out, a task killed) is a
+    /// `SparkException`; a task outside a barrier stage gets [`not_a_barrier_task`].
+    fn barrier_sync(&self, _method: BarrierMethod, _message: &str) -> Result<Vec<String>, TaskError> {
+        Err(not_a_barrier_task())
+    }
 }
 
 /// Counts a task reports.

@@ -30,7 +30,7 @@ use std::time::Duration;
 use actix::{Actor, AsyncContext, Context, Handler, SpawnHandle};
 
 use super::dag::{DagAction, DagEvent, DagScheduler};
-use super::driver_endpoint::DriverEndpoint;
+use super::driver_endpoint::{DriverEndpoint, DriverState};
 use super::listener_bus::ListenerBusRef;
 use super::task::{KillTask, ReviveOffers, TaskResult};
 use super::task_scheduler::TaskSchedulerImpl;
@@ -239,6 +239,8 @@ pub struct DAGScheduler {
     state: Kept<DagState>,
     queue: Kept<DagEventQueue>,
     task_scheduler: Kept<TaskSchedulerImpl>,
+    /// The DriverEndpoint's executors (read for the cluster's task slots).
+    executors: Kept<DriverState>,
     driver_endpoint: ActorPath,
     bus: ListenerBusRef,
     resubmit_armed: bool,
@@ -255,6 +257,7 @@ impl DAGScheduler {
         state: Kept<DagState>,
         queue: Kept<DagEventQueue>,
         task_scheduler: Kept<TaskSchedulerImpl>,
+        executors: Kept<DriverState>,
         driver_endpoint: ActorPath,
         bus: ListenerBusRef,
     ) -> Self {
@@ -263,6 +266,7 @@ impl DAGScheduler {
             state,
             queue,
             task_scheduler,
+            executors,
             driver_endpoint,
             bus,
             resubmit_armed: false,
@@ -338,6 +342,14 @@ impl DAGScheduler {
         });
     }
 
+    /// Submits a job again after a failed barrier slot check.
+    fn arm_barrier_job_resubmit(&mut self, job_id: u32, delay: Duration, ctx: &mut Context<Self>) {
+        let clock = self.me.clock().clone();
+        run_later(ctx, &clock, delay, move |act: &mut Self, ctx| {
+            act.handle_event(DagEvent::ResubmitBarrierJob { job_id }, ctx);
+        });
+    }
+
     fn now(&self) -> u64 {
         self.me.clock().epoch_millis()
     }
@@ -346,11 +358,41 @@ impl DAGScheduler {
         self.me.endpoint(&self.driver_endpoint)
     }
 
-    /// Feeds one event to the core and carries out everything it asks.
+    /// Feeds one event to the core and carries out everything it asks. A job submission
+    /// first tells the core the cluster's task slots (for barrier stages).
     fn handle_event(&mut self, event: DagEvent, ctx: &mut Context<Self>) {
         let now = self.now();
+        let slots = matches!(
+            event,
+            DagEvent::JobSubmitted { .. } | DagEvent::ResubmitBarrierJob { .. }
+        )
+        .then(|| {
+            let cpus_per_task = self.task_scheduler.lock().config().cpus_per_task;
+            self.executors.lock().max_num_concurrent_tasks(cpus_per_task)
+        });
+        // A fetch failure from a decommissioning executor (Spark asks the TaskScheduler).
+        let fetch_source_decommissioned = match &event {
+            DagEvent::CompletionEvent {
+                reason:
+                    super::events::TaskEndReason::FetchFailed {
+                        executor_id: Some(exec),
+                        ..
+                    },
+                ..
+            } => self
+                .task_scheduler
+                .lock()
+                .executor_decommission_state(exec)
+                .is_some(),
+            _ => false,
+        };
         let actions = {
             let mut st = self.state.lock();
+            if let Some(slots) = slots {
+                st.core.set_max_concurrent_tasks(slots);
+            }
+            st.core
+                .set_fetch_source_decommissioned(fetch_source_decommissioned);
             st.core.handle(event, now);
             st.core.take_actions()
         };
@@ -392,6 +434,9 @@ impl DAGScheduler {
                 DagAction::Post(event) => self.bus.post(event),
                 DagAction::ScheduleResubmit { delay_ms } => {
                     self.arm_resubmit(Duration::from_millis(delay_ms), ctx);
+                }
+                DagAction::ScheduleBarrierJobResubmit { job_id, delay_ms } => {
+                    self.arm_barrier_job_resubmit(job_id, Duration::from_millis(delay_ms), ctx);
                 }
                 DagAction::JobEnded { job_id, result } => {
                     let waiter = self.state.lock().waiters.remove(&job_id);
@@ -469,6 +514,17 @@ impl Actor for DAGScheduler {
         if !failed.is_empty() {
             // The resubmit timer died with the previous incarnation.
             self.arm_resubmit(Duration::from_millis(super::dag::RESUBMIT_TIMEOUT_MS), ctx);
+        }
+        // So did the timers of jobs waiting for a barrier slot check.
+        let (waiting, interval) = {
+            let st = self.state.lock();
+            (
+                st.core.pending_barrier_job_resubmits(),
+                st.core.config().barrier_check_interval_ms,
+            )
+        };
+        for job_id in waiting {
+            self.arm_barrier_job_resubmit(job_id, Duration::from_millis(interval), ctx);
         }
         self.wake(ctx);
     }

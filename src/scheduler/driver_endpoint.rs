@@ -84,6 +84,17 @@ pub struct DriverState {
 }
 
 impl DriverState {
+    /// Spark's `maxNumConcurrentTasks`: the task slots of the active executors (their cores
+    /// over `cpus_per_task`), busy or not.
+    pub fn max_num_concurrent_tasks(&self, cpus_per_task: u32) -> u32 {
+        let cpt = cpus_per_task.max(1);
+        self.executors
+            .iter()
+            .filter(|(id, _)| self.is_executor_active(id))
+            .map(|(_, d)| d.total_cores / cpt)
+            .sum()
+    }
+
     /// Spark's `isExecutorActive`: registered, and neither being killed, nor lost with its
     /// reason pending, nor decommissioning.
     pub fn is_executor_active(&self, id: &str) -> bool {

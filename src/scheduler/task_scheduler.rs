@@ -24,7 +24,10 @@
 //! offers only active executors), stop counting for locality, and a task likely to outlive
 //! one is speculated with `spark.executor.decommission.killInterval`.
 //!
-//! Not modelled (as for the TaskSetManager): FAIR pools, barrier stages, excludeOnFailure and
+//! A barrier task set is launched only when each of its tasks gets an offer in the same
+//! round (Spark's `barrierPendingLaunchTasks`); otherwise its picks are taken back.
+//!
+//! Not modelled (as for the TaskSetManager): FAIR pools, excludeOnFailure and
 //! its abort timer, custom resources and resource profiles, task result
 //! fetching (the result size arrives with the FINISHED update).
 //! `kill_all_task_attempts` also suspends the stage's task sets, as Spark 4 does.
@@ -500,6 +503,22 @@ impl TaskSchedulerImpl {
             if !m.tsm.is_schedulable() {
                 continue;
             }
+            let barrier = m.tsm.is_barrier();
+            if barrier {
+                // Every task of a barrier set needs a slot in this round, or none launches.
+                let slots: usize = cpus.iter().map(|c| (c / cpt) as usize).sum();
+                let needed = m.tsm.num_tasks();
+                if slots < needed {
+                    tracing::info!(
+                        stage_id = m.tsm.stage_id(),
+                        "Skip current round of resource offers for barrier stage {} because the barrier taskSet requires {needed} slots, while the total number of available slots is {slots}.",
+                        m.tsm.stage_id()
+                    );
+                    continue;
+                }
+            }
+            // Barrier tasks picked this round: (offer slot, index, locality).
+            let mut picked: Vec<(usize, u32, TaskLocality)> = Vec::new();
             let levels = m.tsm.locality_levels();
             let mut launched_any = false;
             let mut no_rejects = true;
@@ -514,6 +533,22 @@ impl TaskSchedulerImpl {
                             continue;
                         };
                         if *free < cpt {
+                            continue;
+                        }
+                        if barrier {
+                            let (pick, rejected) = m.tsm.barrier_resource_offer(
+                                &offer.executor_id,
+                                &offer.host,
+                                max_locality,
+                                &*cluster,
+                                now_ms,
+                            );
+                            no_rejects &= !rejected;
+                            let Some((index, locality)) = pick else { continue };
+                            *free -= cpt;
+                            launched_here = true;
+                            min_locality = Some(min_locality.map_or(locality, |l| l.min(locality)));
+                            picked.push((slot, index, locality));
                             continue;
                         }
                         let (launch, rejected) = {
@@ -562,7 +597,60 @@ impl TaskSchedulerImpl {
                     m.no_rejects_since_last_reset = false;
                 }
             }
+            if launched_any && barrier {
+                let needed = m.tsm.num_tasks();
+                if picked.len() != needed {
+                    // Some task found no offer its locality allows: none launches. (Spark
+                    // aborts the set instead under the legacy locality reset; there a
+                    // barrier set's locality wait is 0, so with the slots counted above
+                    // every task finds a place unless custom resources run out, which
+                    // sparkyard does not have.)
+                    m.tsm.revert_barrier_tasks(now_ms);
+                    // The picked slots' cores are free again.
+                    for (slot, _, _) in &picked {
+                        if let Some(free) = cpus.get_mut(*slot) {
+                            *free += cpt;
+                        }
+                    }
+                } else {
+                    for (slot, index, locality) in picked {
+                        let Some(offer) = order.get(slot).and_then(|oi| offers.get(*oi)) else {
+                            continue;
+                        };
+                        let launch = {
+                            let mut ctx = Ctx {
+                                view: &*cluster,
+                                events: &mut *events,
+                                now_ms,
+                            };
+                            m.tsm.launch_barrier_task(
+                                &offer.executor_id,
+                                &offer.host,
+                                (index, locality),
+                                cpt,
+                                next_task_id,
+                                &mut ctx,
+                            )
+                        };
+                        let exec_id = match cluster.executors.get_mut(offer.executor_id.as_str()) {
+                            Some(es) => {
+                                es.running.insert(launch.task_id);
+                                Arc::clone(&es.id)
+                            }
+                            None => Arc::from(offer.executor_id.as_str()),
+                        };
+                        tasks.insert(launch.task_id, (*id, exec_id));
+                        launches.push(launch);
+                    }
+                    tracing::info!(
+                        stage_id = m.tsm.stage_id(),
+                        "Successfully scheduled all the {needed} tasks for barrier stage {}.",
+                        m.tsm.stage_id()
+                    );
+                }
+            }
         }
+
         self.scratch_order = order;
         self.scratch_cpus = cpus;
         if !launches.is_empty() {
@@ -1110,6 +1198,7 @@ mod tests {
             stage_attempt_id: attempt,
             job_id: job,
             is_shuffle_map: shuffle_map,
+            is_barrier: false,
             tasks,
             binary: Arc::new(TaskBinary::default()),
             properties: vec![],
@@ -2046,6 +2135,134 @@ mod tests {
         s.resource_offers(&[offer("1", "h1", 2)], true, 4000);
         s.executor_decommission("1", None, 4100);
         assert!(!s.check_speculatable_tasks(4200));
+    }
+
+    fn barrier_set(stage: u32, tasks: Vec<TaskSpec>) -> TaskSet {
+        TaskSet {
+            is_barrier: true,
+            ..task_set(stage, 0, 0, tasks, true)
+        }
+    }
+
+    #[test]
+    fn a_barrier_task_set_waits_for_enough_slots_then_launches_all_at_once() {
+        let mut s = sched(TaskSchedulerConfig::default());
+        s.submit_tasks(barrier_set(0, no_pref(3)), 0);
+        // Two slots for three tasks: nothing launches.
+        assert!(s
+            .resource_offers(&[offer("1", "h1", 1), offer("2", "h2", 1)], true, 0)
+            .is_empty());
+        assert!(!s.has_launched_task());
+        // Three slots: all three in the same round.
+        let l = s.resource_offers(&[offer("1", "h1", 2), offer("2", "h2", 1)], true, 1);
+        assert_eq!(l.len(), 3);
+        let mut indices: Vec<u32> = l.iter().map(|t| t.index).collect();
+        indices.sort_unstable();
+        assert_eq!(indices, vec![0, 1, 2]);
+        let started = s
+            .take_events()
+            .into_iter()
+            .filter(|e| matches!(e, SchedulerEvent::TaskStarted { .. }))
+            .count();
+        assert_eq!(started, 3);
+        assert_eq!(s.running_tasks("1") + s.running_tasks("2"), 3);
+    }
+
+    #[test]
+    fn a_barrier_task_set_that_gets_part_of_its_tasks_placed_takes_none() {
+        let mut s = sched(TaskSchedulerConfig::default());
+        s.resource_offers(
+            &[offer("1", "h1", 1), offer("2", "h2", 1), offer("3", "h3", 1)],
+            true,
+            0,
+        );
+        // Task 0 wants h1, task 1 wants h2.
+        let tasks = vec![
+            TaskSpec {
+                index: 0,
+                partition_id: 0,
+                preferred_locations: vec![TaskLocation::Host("h1".into())],
+            },
+            TaskSpec {
+                index: 1,
+                partition_id: 1,
+                preferred_locations: vec![TaskLocation::Host("h2".into())],
+            },
+        ];
+        s.submit_tasks(barrier_set(0, tasks), 0);
+        s.take_events();
+        // h1 and h3 offered (two slots): task 0 fits h1 at NODE_LOCAL, task 1 is held back
+        // by its locality wait. A partial placement is taken back.
+        let l = s.resource_offers(&[offer("1", "h1", 1), offer("3", "h3", 1)], true, 10);
+        assert!(l.is_empty(), "{:?}", ids(&l));
+        assert!(s
+            .take_events()
+            .iter()
+            .all(|e| !matches!(e, SchedulerEvent::TaskStarted { .. })));
+        assert_eq!(
+            s.task_set_manager(0, 0).unwrap().pending_task_indices(),
+            vec![0, 1]
+        );
+        // Both preferred hosts free: both launch, each on its host.
+        let l = s.resource_offers(&[offer("1", "h1", 1), offer("2", "h2", 1)], true, 20);
+        let mut placed: Vec<(u32, String)> = l.iter().map(|t| (t.index, t.host.clone())).collect();
+        placed.sort();
+        assert_eq!(placed, vec![(0, "h1".to_string()), (1, "h2".to_string())]);
+    }
+
+    #[test]
+    fn a_partial_barrier_round_gives_its_cores_to_the_next_task_set() {
+        let mut s = sched(TaskSchedulerConfig::default());
+        s.resource_offers(&[offer("1", "h1", 1), offer("3", "h3", 1)], true, 0);
+        let tasks = vec![
+            TaskSpec {
+                index: 0,
+                partition_id: 0,
+                preferred_locations: vec![TaskLocation::Host("h1".into())],
+            },
+            TaskSpec {
+                index: 1,
+                partition_id: 1,
+                preferred_locations: vec![TaskLocation::Host("h2".into())],
+            },
+        ];
+        s.submit_tasks(barrier_set(0, tasks), 0);
+        // A later job's plain task set takes the cores the barrier set gave back.
+        s.submit_tasks(task_set(1, 0, 1, no_pref(2), false), 0);
+        let l = s.resource_offers(&[offer("1", "h1", 1), offer("3", "h3", 1)], true, 10);
+        assert_eq!(l.len(), 2, "{:?}", ids(&l));
+        assert!(l.iter().all(|t| t.stage_id == 1));
+    }
+
+    #[test]
+    fn a_failed_barrier_task_stops_its_set_without_retry_or_speculation() {
+        let mut config = TaskSchedulerConfig::default();
+        config.speculation.enabled = true;
+        config.speculation.quantile = 0.5;
+        let mut s = sched(config);
+        s.submit_tasks(barrier_set(0, no_pref(3)), 0);
+        let l = s.resource_offers(&[offer("1", "h1", 3)], true, 0);
+        assert_eq!(l.len(), 3);
+        for t in &l {
+            s.status_update(t.task_id, TaskUpdate::Running, 1);
+        }
+        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 10);
+        s.status_update(l[1].task_id, TaskUpdate::Finished { result_size: 1 }, 10);
+        assert!(
+            !s.check_speculatable_tasks(100_000),
+            "no speculation of barrier tasks"
+        );
+        s.take_events();
+        s.status_update(l[2].task_id, TaskUpdate::Failed(boom()), 20);
+        let events = s.take_events();
+        assert_eq!(ended(&events), vec![(l[2].task_id, boom())]);
+        assert_eq!(
+            revives(&events),
+            0,
+            "not retried here: the DAGScheduler retries the stage"
+        );
+        assert!(failed_sets(&events).is_empty(), "nor counted towards maxFailures");
+        assert_eq!(s.num_task_sets(), 0, "zombie with nothing running: gone");
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct TaskSet {
     pub job_id: u32,
     /// ShuffleMapTasks (true) or ResultTasks (false).
     pub is_shuffle_map: bool,
+    /// A barrier stage's tasks: they launch all together or not at all.
+    pub is_barrier: bool,
     pub tasks: Vec<TaskSpec>,
     pub binary: Arc<TaskBinary>,
     pub properties: Vec<(String, String)>,

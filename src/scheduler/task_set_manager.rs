@@ -18,8 +18,8 @@
 //!
 //! Differences from Spark, all deliberate:
 //! - the task index is the task's position in `TaskSet::tasks`;
-//! - no barrier stages, no excludeOnFailure (health tracker), no HDFS-cache locations, a
-//!   single resource profile; a decommissioned executor's map outputs are never migrated
+//! - no excludeOnFailure (health tracker), no HDFS-cache locations, a single resource
+//!   profile; a decommissioned executor's map outputs are never migrated
 //!   (no block manager), so its loss always resubmits them;
 //! - a lost executor resubmits only attempts that themselves succeeded (Spark checks only that
 //!   the index is successful, so a failed attempt on the lost executor could undo another
@@ -53,6 +53,9 @@ pub const MAX_RESULT_SIZE_KEY: &str = "spark.driver.maxResultSize";
 pub const TASK_SIZE_TO_WARN_KIB: usize = 1000;
 /// How often a repeated exception is logged in full (`spark.logging.exceptionPrintInterval`).
 pub const EXCEPTION_PRINT_INTERVAL_MS: u64 = 10_000;
+/// How often a barrier task set that could launch only part of its tasks says so
+/// (`TaskSetManager.BARRIER_LOGGING_INTERVAL`).
+pub const BARRIER_LOGGING_INTERVAL_MS: u64 = 60_000;
 
 const NOT_SERIALIZABLE_CLASS: &str = "java.io.NotSerializableException";
 const OUTPUT_EXISTS_CLASS: &str = "org.apache.spark.TaskOutputFileAlreadyExistException";
@@ -526,6 +529,8 @@ fn map_has_launchable(map: &mut BTreeMap<String, Vec<u32>>, tasks: &[IndexState]
 /// What dequeuing from one list needs to see.
 struct DequeueCtx<'a> {
     tasks: &'a [IndexState],
+    /// Barrier tasks already picked in this round.
+    barrier_pending: &'a FastSet<u32>,
     attempts: &'a FastMap<u64, Attempt>,
     execs: &'a [ExecSlot],
     host: &'a str,
@@ -559,7 +564,10 @@ impl DequeueCtx<'_> {
             let Some(t) = self.tasks.get(index as usize) else {
                 continue;
             };
-            if !t.successful && (t.copies_running == 0 || (self.speculative && t.copies_running == 1)) {
+            if !t.successful
+                && ((t.copies_running == 0 && !self.barrier_pending.contains(&index))
+                    || (self.speculative && t.copies_running == 1))
+            {
                 return Some(index);
             }
         }
@@ -606,6 +614,13 @@ pub struct TaskSetManager {
     stage_attempt: u32,
     job_id: u32,
     is_shuffle_map: bool,
+    /// A barrier stage: its tasks launch together in one round of offers or not at all.
+    is_barrier: bool,
+    /// Barrier tasks picked in the current round of offers, not launched yet
+    /// (`barrierPendingLaunchTasks`).
+    barrier_pending: FastSet<u32>,
+    /// When the "only partial tasks can be launched" line was last logged.
+    last_resource_offer_fail_log_time: u64,
     config: TsmConfig,
 
     specs: Vec<TaskSpec>,
@@ -659,6 +674,7 @@ impl TaskSetManager {
             stage_attempt_id,
             job_id,
             is_shuffle_map,
+            is_barrier,
             mut tasks,
             binary,
             properties: _,
@@ -693,6 +709,9 @@ impl TaskSetManager {
             stage_attempt: stage_attempt_id,
             job_id,
             is_shuffle_map,
+            is_barrier,
+            barrier_pending: FastSet::default(),
+            last_resource_offer_fail_log_time: now_ms,
             config,
             specs: tasks,
             binary,
@@ -760,6 +779,11 @@ impl TaskSetManager {
 
     pub fn is_shuffle_map(&self) -> bool {
         self.is_shuffle_map
+    }
+
+    /// A barrier stage's task set (Spark's `isBarrier`).
+    pub fn is_barrier(&self) -> bool {
+        self.is_barrier
     }
 
     pub fn num_tasks(&self) -> usize {
@@ -976,6 +1000,79 @@ impl TaskSetManager {
         let has_pending = !self.pending.all.is_empty() || !self.pending_speculative.all.is_empty();
         let delay_rejected = launched.is_none() && max_locality == TaskLocality::Any && has_pending;
         (launched, delay_rejected)
+    }
+
+    /// Spark's `resourceOffer` for a barrier task set: the task found for the offer is not
+    /// launched but noted (`barrierPendingLaunchTasks`); the scheduler launches them all once
+    /// every task of the set has one in the same round ([`Self::launch_barrier_task`]), or
+    /// puts them back ([`Self::revert_barrier_tasks`]). Answers the index and its locality,
+    /// and the delay-schedule reject flag.
+    pub fn barrier_resource_offer(
+        &mut self,
+        exec_id: &str,
+        host: &str,
+        max_locality: TaskLocality,
+        view: &dyn ClusterView,
+        now_ms: u64,
+    ) -> (Option<(u32, TaskLocality)>, bool) {
+        if self.zombie {
+            return (None, false);
+        }
+        let allowed = if max_locality == TaskLocality::NoPref {
+            max_locality
+        } else {
+            self.allowed_locality_level(now_ms).min(max_locality)
+        };
+        let picked = self
+            .dequeue_task(exec_id, host, allowed, view)
+            .map(|(index, locality, _)| {
+                if self.config.legacy_locality_wait_reset && max_locality != TaskLocality::NoPref {
+                    self.reset_delay_schedule_timer(Some(locality), now_ms);
+                }
+                self.barrier_pending.insert(index);
+                (index, locality)
+            });
+        let has_pending = !self.pending.all.is_empty() || !self.pending_speculative.all.is_empty();
+        let delay_rejected = picked.is_none() && max_locality == TaskLocality::Any && has_pending;
+        (picked, delay_rejected)
+    }
+
+    /// Launches a barrier task picked in this round (every task of the set was).
+    pub fn launch_barrier_task(
+        &mut self,
+        exec_id: &str,
+        host: &str,
+        (index, locality): (u32, TaskLocality),
+        cpus: u32,
+        next_task_id: &mut u64,
+        ctx: &mut Ctx<'_>,
+    ) -> TaskLaunch {
+        self.barrier_pending.remove(&index);
+        self.prepare_launching_task(exec_id, host, (index, locality, false), cpus, next_task_id, ctx)
+    }
+
+    /// Not every barrier task got an offer this round: the picked ones go back to the
+    /// pending lists (logged at most once a minute, from the set's creation on).
+    pub fn revert_barrier_tasks(&mut self, now_ms: u64) {
+        if now_ms.saturating_sub(self.last_resource_offer_fail_log_time) > BARRIER_LOGGING_INTERVAL_MS {
+            tracing::info!(
+                stage_id = self.stage_id,
+                stage_attempt = self.stage_attempt,
+                "Releasing the assigned resource offers since only partial tasks can be launched. Waiting for later round resource offers."
+            );
+            self.last_resource_offer_fail_log_time = now_ms;
+        }
+        let picked: Vec<u32> = self.barrier_pending.drain().collect();
+        let mut picked = picked;
+        picked.sort_unstable();
+        for index in picked.into_iter().rev() {
+            self.add_pending_task(index, false);
+        }
+    }
+
+    /// Forgets the barrier tasks picked this round (after an abort).
+    pub fn clear_barrier_pending(&mut self) {
+        self.barrier_pending.clear();
     }
 
     /// The executor reported the attempt RUNNING (Spark's `launchSucceeded`): from now on an
@@ -1343,6 +1440,12 @@ impl TaskSetManager {
             _ => log_lost!(warn, "{failure_reason}"),
         }
 
+        // One failed task fails a barrier stage attempt: none of its tasks runs again here
+        // (the DAGScheduler retries the whole stage).
+        if self.is_barrier {
+            self.zombie = true;
+        }
+
         self.emit_task_ended(tid, reason, ctx.events);
 
         if let Some(message) = no_retry {
@@ -1524,7 +1627,11 @@ impl TaskSetManager {
     pub fn check_speculatable_tasks(&mut self, min_time_ms: u64, ctx: &mut Ctx<'_>) -> Vec<SpeculatableTask> {
         let spec = &self.config.speculation;
         let threshold_ms = spec.duration_threshold_ms.filter(|t| *t > 0);
-        if !spec.enabled || self.zombie || (self.tasks.len() == 1 && threshold_ms.is_none()) {
+        if !spec.enabled
+            || self.zombie
+            || self.is_barrier
+            || (self.tasks.len() == 1 && threshold_ms.is_none())
+        {
             return Vec::new();
         }
         if self.durations.len() >= self.min_finished_for_speculation {
@@ -1699,6 +1806,9 @@ impl TaskSetManager {
     }
 
     fn locality_wait(&self, level: TaskLocality) -> u64 {
+        if self.config.legacy_locality_wait_reset && self.is_barrier {
+            return 0;
+        }
         match level {
             TaskLocality::ProcessLocal => self.config.locality_wait_process_ms,
             TaskLocality::NodeLocal => self.config.locality_wait_node_ms,
@@ -1832,11 +1942,13 @@ impl TaskSetManager {
             attempts,
             execs,
             work,
+            barrier_pending,
             ..
         } = self;
         let lists = if speculative { pending_speculative } else { pending };
         let ctx = DequeueCtx {
             tasks,
+            barrier_pending,
             attempts,
             execs,
             host,
@@ -2135,6 +2247,7 @@ mod tests {
                 stage_attempt_id: attempt,
                 job_id: 0,
                 is_shuffle_map: !result,
+                is_barrier: false,
                 tasks,
                 binary: Arc::new(TaskBinary {
                     stage_bytes: vec![0; 100],

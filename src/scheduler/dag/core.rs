@@ -11,6 +11,13 @@
 //! reading stage failed, drop the lost output and resubmit after [`RESUBMIT_TIMEOUT_MS`],
 //! aborting after `spark.stage.maxConsecutiveAttempts` consecutive failed attempts.
 //!
+//! Barrier stages (an RDD made by `barrier().mapPartitions`): at creation Spark's checks
+//! (dynamic allocation, the RDD chain, the cluster's task slots — the last one retried after
+//! `spark.scheduler.barrier.maxConcurrentTasksCheck.interval`); any failed task fails the
+//! whole attempt (its tasks killed, a map stage's outputs all dropped and the stage
+//! resubmitted, a result stage aborted); their output is indeterminate, so a partly
+//! available barrier map stage reruns in full.
+//!
 //! Per-task work (BeginEvent, CompletionEvent) is O(1): stages are found by id, result
 //! outputs by the attempt's task index, pending map partitions are a bitmap with a count.
 //! Work proportional to a stage's size happens once per stage attempt.
@@ -19,7 +26,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::config::{DagConfig, MAX_CONSECUTIVE_ATTEMPTS_KEY, MAX_STAGE_ATTEMPTS_KEY, RESUBMIT_TIMEOUT_MS};
+use super::config::{
+    DagConfig, BARRIER_DYN_ALLOCATION_MESSAGE, BARRIER_RDD_CHAIN_MESSAGE, BARRIER_SLOTS_MESSAGE,
+    MAX_CONSECUTIVE_ATTEMPTS_KEY, MAX_STAGE_ATTEMPTS_KEY, RESUBMIT_TIMEOUT_MS,
+};
 use super::job::ActiveJob;
 use super::map_output_tracker::MapOutputTracker;
 use super::protocol::{DagAction, DagEvent};
@@ -54,6 +64,23 @@ enum Outcome {
     Other,
 }
 
+/// Why a stage could not be created.
+enum CreateError {
+    /// A barrier stage needs more slots than the cluster has now (Spark's
+    /// BarrierJobSlotsNumberCheckFailed): the job is tried again later.
+    Slots {
+        required: u32,
+        max: u32,
+    },
+    Other(String),
+}
+
+impl From<String> for CreateError {
+    fn from(m: String) -> Self {
+        CreateError::Other(m)
+    }
+}
+
 /// Where a stage's tasks would like to run, before looking at a partition.
 enum PrefSource<'a> {
     /// A parallelized collection's location preferences, by partition.
@@ -85,6 +112,16 @@ pub struct DagScheduler {
     /// Shuffles whose map stage is being created (a cycle guard).
     creating: HashSet<ShuffleId>,
     actions: Vec<DagAction>,
+    /// What the cluster can run at once now (Spark's `sc.maxNumConcurrentTasks`), set by
+    /// the caller before a job is submitted.
+    max_concurrent_tasks: u32,
+    /// Failed slot checks per job (`barrierJobIdToNumTasksCheckFailures`).
+    barrier_check_failures: HashMap<u32, u32>,
+    /// Jobs waiting to be submitted again after a failed slot check.
+    barrier_job_resubmits: BTreeMap<u32, DagEvent>,
+    /// The fetch failure being handled names an executor that is decommissioning (set by
+    /// the caller, which asks the TaskSchedulerImpl).
+    fetch_source_decommissioned: bool,
 }
 
 impl Default for DagScheduler {
@@ -112,7 +149,30 @@ impl DagScheduler {
             shuffle_file_lost_epoch: HashMap::new(),
             creating: HashSet::new(),
             actions: Vec::new(),
+            max_concurrent_tasks: u32::MAX,
+            barrier_check_failures: HashMap::new(),
+            barrier_job_resubmits: BTreeMap::new(),
+            fetch_source_decommissioned: false,
         }
+    }
+
+    /// Before a CompletionEvent with a fetch failure: whether the executor it names is
+    /// decommissioning (Spark's `isExecutorDecommissioningOrDecommissioned`).
+    pub fn set_fetch_source_decommissioned(&mut self, decommissioned: bool) {
+        self.fetch_source_decommissioned = decommissioned;
+    }
+
+    /// Spark's `sc.maxNumConcurrentTasks`: the task slots of the active executors, which a
+    /// barrier stage's partitions must not outnumber. The caller sets it before a job is
+    /// submitted.
+    pub fn set_max_concurrent_tasks(&mut self, slots: u32) {
+        self.max_concurrent_tasks = slots;
+    }
+
+    /// Jobs waiting to be submitted again after a failed barrier slot check (a restarted
+    /// caller arms their timers again).
+    pub fn pending_barrier_job_resubmits(&self) -> Vec<u32> {
+        self.barrier_job_resubmits.keys().copied().collect()
     }
 
     pub fn config(&self) -> &DagConfig {
@@ -200,6 +260,11 @@ impl DagScheduler {
 
     /// Handles one event at `now_ms` (milliseconds since the Unix epoch).
     pub fn handle(&mut self, event: DagEvent, now_ms: u64) {
+        self.handle_event(event, now_ms);
+        self.fetch_source_decommissioned = false;
+    }
+
+    fn handle_event(&mut self, event: DagEvent, now_ms: u64) {
         match event {
             DagEvent::JobSubmitted {
                 job_id,
@@ -285,6 +350,27 @@ impl DagScheduler {
                 for job_id in self.active_job_ids() {
                     self.handle_job_cancellation(job_id, &reason, now_ms);
                 }
+                // Jobs waiting for a barrier slot check are cancelled with the others.
+                let waiting: Vec<u32> = self.barrier_job_resubmits.keys().copied().collect();
+                for job_id in waiting {
+                    if let Some(DagEvent::JobSubmitted { call_site, .. }) =
+                        self.barrier_job_resubmits.remove(&job_id)
+                    {
+                        self.barrier_check_failures.remove(&job_id);
+                        self.job_ended(
+                            job_id,
+                            &call_site,
+                            now_ms,
+                            now_ms,
+                            Err(format!("Job {job_id} cancelled {reason}")),
+                        );
+                    }
+                }
+            }
+            DagEvent::ResubmitBarrierJob { job_id } => {
+                if let Some(event) = self.barrier_job_resubmits.remove(&job_id) {
+                    self.handle(event, now_ms);
+                }
             }
         }
     }
@@ -355,10 +441,51 @@ impl DagScheduler {
         }
 
         let num_partitions = partitions.len();
+        // Kept to submit the job again if a barrier stage lacks slots.
+        let retry = DagEvent::JobSubmitted {
+            job_id,
+            lineage: lineage.clone(),
+            rdd,
+            partitions: partitions.clone(),
+            func: func.clone(),
+            call_site: call_site.clone(),
+            properties: properties.clone(),
+        };
         let final_stage = match self.create_result_stage(&lineage, rdd, func, partitions, job_id, &call_site)
         {
             Ok(id) => id,
-            Err(message) => {
+            Err(CreateError::Slots { required, max }) => {
+                let failures = {
+                    let n = self.barrier_check_failures.entry(job_id).or_insert(0);
+                    *n += 1;
+                    *n
+                };
+                let limit = self.config.barrier_check_max_failures;
+                tracing::warn!(
+                    job_id,
+                    "Barrier stage in job {job_id} requires {required} slots, but only {max} are available. Will retry up to {} more times",
+                    (limit + 1).saturating_sub(failures)
+                );
+                self.cleanup_state_for_job_and_independent_stages(job_id);
+                if failures <= limit {
+                    self.barrier_job_resubmits.insert(job_id, retry);
+                    self.actions.push(DagAction::ScheduleBarrierJobResubmit {
+                        job_id,
+                        delay_ms: self.config.barrier_check_interval_ms,
+                    });
+                } else {
+                    self.barrier_check_failures.remove(&job_id);
+                    self.job_ended(
+                        job_id,
+                        &call_site,
+                        now,
+                        now,
+                        Err(BARRIER_SLOTS_MESSAGE.to_string()),
+                    );
+                }
+                return;
+            }
+            Err(CreateError::Other(message)) => {
                 tracing::warn!(
                     job_id,
                     "Creating new stage failed due to exception - job: {job_id}: {message}"
@@ -368,6 +495,8 @@ impl DagScheduler {
                 return;
             }
         };
+        drop(retry);
+        self.barrier_check_failures.remove(&job_id);
         let job = ActiveJob::new(
             job_id,
             final_stage,
@@ -521,10 +650,12 @@ impl DagScheduler {
         partitions: Vec<u32>,
         job_id: u32,
         call_site: &str,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, CreateError> {
         if lineage.node(rdd).is_none() {
-            return Err(format!("RDD {rdd} is not part of the job's lineage"));
+            return Err(format!("RDD {rdd} is not part of the job's lineage").into());
         }
+        let distinct: BTreeSet<u32> = partitions.iter().copied().collect();
+        self.check_barrier_stage(lineage, rdd, distinct.len() as u32)?;
         let mut parents = Vec::new();
         for dep in lineage.shuffle_dependencies(rdd) {
             let id = self.get_or_create_shuffle_map_stage(lineage, &dep, job_id)?;
@@ -566,7 +697,7 @@ impl DagScheduler {
         lineage: &Arc<Lineage>,
         dep: &ShuffleDep,
         first_job_id: u32,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, CreateError> {
         if let Some(id) = self.shuffle_to_stage.get(&dep.shuffle_id) {
             return Ok(*id);
         }
@@ -606,28 +737,29 @@ impl DagScheduler {
         lineage: &Arc<Lineage>,
         dep: &ShuffleDep,
         job_id: u32,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, CreateError> {
         let shuffle_id = dep.shuffle_id;
         let rdd = dep.parent;
         let Some(node) = lineage.node(rdd) else {
             return Err(format!(
                 "RDD {rdd} (the map side of shuffle {shuffle_id}) is not part of the job's lineage"
-            ));
+            )
+            .into());
         };
         let call_site = node.call_site.clone();
         let num_tasks = lineage.num_partitions(rdd);
+        self.check_barrier_stage(lineage, rdd, num_tasks)?;
         if let Some(known) = self.tracker.num_maps(shuffle_id) {
             if known != num_tasks {
                 return Err(format!(
                     "Shuffle {shuffle_id} was registered with {known} map outputs \
                      but its RDD {rdd} has {num_tasks} partitions"
-                ));
+                )
+                .into());
             }
         }
         if !self.creating.insert(shuffle_id) {
-            return Err(format!(
-                "The lineage of shuffle {shuffle_id} depends on the shuffle itself"
-            ));
+            return Err(format!("The lineage of shuffle {shuffle_id} depends on the shuffle itself").into());
         }
         let mut parents = Vec::new();
         let mut failure = None;
@@ -674,6 +806,35 @@ impl DagScheduler {
                 .register_shuffle(shuffle_id, num_tasks, dep.partitioner.num_partitions());
         }
         Ok(id)
+    }
+
+    /// Spark's checks of a barrier stage at its creation: no dynamic allocation
+    /// ([SPARK-24942]), no more partitions than the cluster's task slots ([SPARK-24819],
+    /// retried later), and an RDD chain whose RDDs all have `num_tasks_in_stage` partitions
+    /// ([SPARK-24820][SPARK-24821]).
+    fn check_barrier_stage(
+        &self,
+        lineage: &Lineage,
+        rdd: RddId,
+        num_tasks_in_stage: u32,
+    ) -> Result<(), CreateError> {
+        if !lineage.is_barrier(rdd) {
+            return Ok(());
+        }
+        if self.config.dynamic_allocation_enabled {
+            return Err(CreateError::Other(BARRIER_DYN_ALLOCATION_MESSAGE.to_string()));
+        }
+        let required = lineage.num_partitions(rdd);
+        if required > self.max_concurrent_tasks {
+            return Err(CreateError::Slots {
+                required,
+                max: self.max_concurrent_tasks,
+            });
+        }
+        if !lineage.barrier_chain_ok(rdd, num_tasks_in_stage) {
+            return Err(CreateError::Other(BARRIER_RDD_CHAIN_MESSAGE.to_string()));
+        }
+        Ok(())
     }
 
     /// Registers the job with the stage and every ancestor.
@@ -830,6 +991,16 @@ impl DagScheduler {
     /// Called when the stage's parents are available: a new attempt with a task per missing
     /// partition.
     fn submit_missing_tasks(&mut self, stage_id: u32, job_id: u32, now: u64) {
+        // A barrier stage's output is indeterminate (Spark's MapPartitionsRDD from a
+        // barrier): a map stage that is not wholly available runs every task again.
+        if let Some(stage) = self.stages.get(&stage_id) {
+            if let StageKind::ShuffleMap { dep, .. } = &stage.kind {
+                if stage.is_barrier() && !self.map_stage_available(stage) {
+                    let shuffle_id = dep.shuffle_id;
+                    self.tracker.unregister_all_map_outputs(shuffle_id);
+                }
+            }
+        }
         let Some(stage) = self.stages.get(&stage_id) else {
             return;
         };
@@ -860,6 +1031,7 @@ impl DagScheduler {
         let lineage = stage.lineage.clone();
         let rdd = stage.rdd;
         let is_shuffle_map = stage.is_shuffle_map();
+        let is_barrier = stage.is_barrier();
         let kind = match &stage.kind {
             StageKind::ShuffleMap { dep, .. } => TaskKind::ShuffleMap { dep: dep.clone() },
             StageKind::Result { func, .. } => TaskKind::Result {
@@ -985,6 +1157,7 @@ impl DagScheduler {
                 stage_attempt_id: attempt,
                 job_id,
                 is_shuffle_map,
+                is_barrier,
                 tasks,
                 binary: task_binary,
                 properties,
@@ -1201,6 +1374,16 @@ impl DagScheduler {
             TaskEndReason::Resubmitted => Outcome::Resubmitted,
             _ => Outcome::Other,
         };
+        // A barrier task's failure (anything but a fetch failure) fails its whole stage
+        // attempt: Spark's barrier case comes before Resubmitted and the other reasons.
+        let barrier_failure = match outcome {
+            Outcome::Resubmitted | Outcome::Other
+                if self.stages.get(&stage_id).is_some_and(|s| s.is_barrier()) =>
+            {
+                Some(reason.error_string())
+            }
+            _ => None,
+        };
         let (value, status, metrics) = match result {
             Some(TaskResult::Value { value, metrics }) => (Some(value), None, Some(metrics)),
             Some(TaskResult::MapStatus { status, metrics }) => (None, Some(status), Some(metrics)),
@@ -1218,6 +1401,19 @@ impl DagScheduler {
             return;
         };
         let stage_is_map = stage.is_shuffle_map();
+        if let Some(error) = barrier_failure {
+            let resubmitted = matches!(outcome, Outcome::Resubmitted);
+            self.handle_barrier_task_failed(
+                task_id,
+                stage_id,
+                stage_attempt_id,
+                partition_id,
+                resubmitted,
+                error,
+                now,
+            );
+            return;
+        }
 
         match outcome {
             Outcome::Success if stage_is_map => {
@@ -1272,6 +1468,111 @@ impl DagScheduler {
             // ExceptionFailure, TaskKilled, TaskResultLost, ExecutorLostFailure,
             // UnknownReason: the TaskSetManager retries or aborts.
             Outcome::Other => {}
+        }
+    }
+
+    /// A task of a barrier stage attempt failed: every task of the attempt is killed, the
+    /// attempt fails, a map stage's outputs are all dropped and the stage is resubmitted
+    /// (up to `spark.stage.maxConsecutiveAttempts` consecutive failed attempts); a failed
+    /// barrier result stage cannot be recovered and aborts its job.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_barrier_task_failed(
+        &mut self,
+        task_id: u64,
+        stage_id: u32,
+        stage_attempt_id: u32,
+        partition_id: u32,
+        resubmitted: bool,
+        error: String,
+        now: u64,
+    ) {
+        let Some(stage) = self.stages.get_mut(&stage_id) else {
+            return;
+        };
+        let task = task_name(stage.is_shuffle_map(), stage_id, partition_id);
+        if resubmitted {
+            if let StageKind::ShuffleMap { pending, .. } = &mut stage.kind {
+                tracing::info!(
+                    stage_id,
+                    task_id,
+                    "Resubmitted {task}, so marking it as still running."
+                );
+                pending.insert(partition_id);
+            }
+        }
+        let latest = stage.latest_attempt();
+        if latest != stage_attempt_id {
+            tracing::info!(
+                stage_id,
+                stage_attempt = stage_attempt_id,
+                task_id,
+                "Ignoring task failure from {task} as it's from {stage} attempt {stage_attempt_id} and there is a more recent attempt for that stage (attempt {latest}) running"
+            );
+            return;
+        }
+        if !self.running.contains(&stage_id) {
+            // The attempt already failed with an earlier task (its other tasks end killed).
+            tracing::debug!(
+                stage_id,
+                task_id,
+                "Barrier {task} ended after its stage attempt {stage_attempt_id} failed"
+            );
+            return;
+        }
+        let (label, name) = (stage.to_string(), stage.name.clone());
+        tracing::info!(
+            event = "barrier_stage_failed",
+            stage_id,
+            stage_attempt = stage_attempt_id,
+            task_id,
+            "Marking {stage_id} ({name}) as failed due to a barrier task failed."
+        );
+        let message = format!("Stage failed because barrier task {task} finished unsuccessfully.\n{error}");
+        self.actions.push(DagAction::KillAllTaskAttempts {
+            stage_id,
+            reason: format!("Task {task} from barrier stage {label} ({name}) failed."),
+        });
+        let max = self.config.max_consecutive_attempts;
+        let should_abort = match self.stages.get_mut(&stage_id) {
+            Some(s) => {
+                s.failed_attempt_ids.insert(stage_attempt_id);
+                s.failed_attempt_ids.len() >= max as usize
+            }
+            None => return,
+        };
+        self.mark_stage_as_finished(stage_id, Some(message.clone()), !should_abort, now);
+        if should_abort {
+            let reason = format!(
+                "{label} ({name}) has failed the maximum allowable number of times: {max}. Most recent failure reason: {message}"
+            );
+            self.abort_stage(stage_id, &reason, now);
+            return;
+        }
+        match self.stages.get(&stage_id).map(|s| &s.kind) {
+            Some(StageKind::ShuffleMap { dep, .. }) => {
+                // Every map output goes: the next attempt runs all the tasks again.
+                let shuffle_id = dep.shuffle_id;
+                self.tracker.unregister_all_map_outputs(shuffle_id);
+            }
+            Some(StageKind::Result { .. }) => {
+                let reason = format!(
+                    "Could not recover from a failed barrier ResultStage. Most recent failure reason: {message}"
+                );
+                self.abort_stage(stage_id, &reason, now);
+                return;
+            }
+            None => return,
+        }
+        let no_resubmit_enqueued = !self.failed.contains(&stage_id);
+        self.failed.insert(stage_id);
+        if no_resubmit_enqueued {
+            tracing::info!(
+                stage_id,
+                "Resubmitting {label} ({name}) due to barrier stage failure."
+            );
+            self.actions.push(DagAction::ScheduleResubmit {
+                delay_ms: RESUBMIT_TIMEOUT_MS,
+            });
         }
     }
 
@@ -1400,6 +1701,15 @@ impl DagScheduler {
         let Some(stage) = self.stages.get_mut(&stage_id) else {
             return;
         };
+        // An older attempt's output of an indeterminate (barrier) stage is not used.
+        if stage_attempt_id < stage.latest_attempt() && stage.is_barrier() {
+            tracing::info!(
+                stage_id,
+                task_id,
+                "Ignoring ShuffleMapTask({stage_id}, {partition_id}) completion from attempt {stage_attempt_id} of the indeterminate {stage}"
+            );
+            return;
+        }
         let task_epoch = stage.attempt(stage_attempt_id).map_or(0, |a| a.epoch);
         let StageKind::ShuffleMap { dep, pending } = &mut stage.kind else {
             return;
@@ -1465,7 +1775,21 @@ impl DagScheduler {
             );
             return;
         }
-        failed_stage.failed_attempt_ids.insert(stage_attempt_id);
+        // A fetch failure from a decommissioning executor may not count towards the stage's
+        // consecutive failed attempts.
+        if std::mem::take(&mut self.fetch_source_decommissioned)
+            && self.config.ignore_decommission_fetch_failure
+        {
+            tracing::info!(
+                stage_id,
+                stage_attempt = stage_attempt_id,
+                task_id,
+                "Ignoring fetch failure from {task} of {failed_stage} attempt {stage_attempt_id} when count spark.stage.maxConsecutiveAttempts as executor {} is decommissioned and  spark.stage.ignoreDecommissionFetchFailure=true",
+                executor_id.as_deref().unwrap_or("")
+            );
+        } else {
+            failed_stage.failed_attempt_ids.insert(stage_attempt_id);
+        }
         let should_abort =
             failed_stage.failed_attempt_ids.len() >= self.config.max_consecutive_attempts as usize;
         let task_epoch = failed_stage.attempt(stage_attempt_id).map_or(0, |a| a.epoch);
@@ -1491,8 +1815,38 @@ impl DagScheduler {
             );
         }
 
-        self.tracker
-            .unregister_map_output(shuffle_id, map_index, executor_id.as_deref(), host.as_deref());
+        // A barrier map stage reruns all its tasks: every output of it goes.
+        if map_stage
+            .and_then(|m| self.stages.get(&m))
+            .is_some_and(|s| s.is_barrier())
+        {
+            self.tracker.unregister_all_map_outputs(shuffle_id);
+        } else {
+            self.tracker.unregister_map_output(
+                shuffle_id,
+                map_index,
+                executor_id.as_deref(),
+                host.as_deref(),
+            );
+        }
+        let failed_barrier = self
+            .stages
+            .get(&stage_id)
+            .filter(|s| s.is_barrier())
+            .map(|s| match &s.kind {
+                StageKind::ShuffleMap { dep, .. } => Some(dep.shuffle_id),
+                StageKind::Result { .. } => None,
+            });
+        match failed_barrier {
+            Some(Some(own_shuffle)) => self.tracker.unregister_all_map_outputs(own_shuffle),
+            Some(None) => {
+                let reason = format!(
+                    "Could not recover from a failed barrier ResultStage. Most recent failure reason: {message}"
+                );
+                self.abort_stage(stage_id, &reason, now);
+            }
+            None => {}
+        }
 
         if should_abort {
             let reason = format!(

@@ -20,7 +20,10 @@ mod stage;
 #[cfg(test)]
 mod tests;
 
-pub use self::config::{DagConfig, RESUBMIT_TIMEOUT_MS};
+pub use self::config::{
+    barrier_exception_class, DagConfig, BARRIER_DYN_ALLOCATION_MESSAGE, BARRIER_RDD_CHAIN_MESSAGE,
+    BARRIER_SLOTS_MESSAGE, RESUBMIT_TIMEOUT_MS,
+};
 pub use self::core::{DagScheduler, CANCEL_ALL_JOBS_REASON, STAGE_FINISHED_REASON};
 pub use self::map_output_tracker::{
     MapOutputTracker, REDUCER_PREF_LOCS_FRACTION, SHUFFLE_PREF_MAP_THRESHOLD, SHUFFLE_PREF_REDUCE_THRESHOLD,

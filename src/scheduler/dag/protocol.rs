@@ -80,6 +80,11 @@ pub enum DagEvent {
     AllJobsCancelled {
         reason: Option<String>,
     },
+    /// Sent back by the caller after a [`DagAction::ScheduleBarrierJobResubmit`]: submit the
+    /// job again (its barrier stage needed more slots than the cluster had).
+    ResubmitBarrierJob {
+        job_id: u32,
+    },
 }
 
 /// What the core asks its caller to do, in order.
@@ -99,6 +104,8 @@ pub enum DagAction {
     Post(SparkListenerEvent),
     /// Send [`DagEvent::ResubmitFailedStages`] back after `delay_ms`.
     ScheduleResubmit { delay_ms: u64 },
+    /// Send [`DagEvent::ResubmitBarrierJob`] back after `delay_ms`.
+    ScheduleBarrierJobResubmit { job_id: u32, delay_ms: u64 },
     /// A job ended: its values, one per requested partition in order, or why it failed.
     JobEnded {
         job_id: u32,

@@ -206,6 +206,11 @@ impl Stage {
         }
     }
 
+    /// Spark's `stage.rdd.isBarrier()`: a barrier stage.
+    pub fn is_barrier(&self) -> bool {
+        self.lineage.is_barrier(self.rdd)
+    }
+
     pub fn attempt(&self, attempt_id: u32) -> Option<&AttemptMeta> {
         self.attempts.iter().rev().find(|a| a.attempt_id == attempt_id)
     }

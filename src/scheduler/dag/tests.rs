@@ -34,6 +34,7 @@ fn map(id: RddId, parent: RddId, n: u32) -> RddNode {
             parent,
             op: OpCall::new("identity", vec![]),
             preserves_partitioning: false,
+            is_from_barrier: false,
         },
         num_partitions: n,
         call_site: "map at MapCount".into(),
@@ -1415,4 +1416,332 @@ fn logs_sparks_lines() {
     );
     let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, vec!["job_id", "stage_id", "stage_attempt"]);
+}
+
+// ---- barrier stages -----------------------------------------------------------------------
+
+fn barrier_map(id: RddId, parent: RddId, n: u32) -> RddNode {
+    RddNode {
+        id,
+        kind: RddKind::MapPartitions {
+            parent,
+            op: OpCall::new("identity", vec![]),
+            preserves_partitioning: false,
+            is_from_barrier: true,
+        },
+        num_partitions: n,
+        call_site: "mapPartitions at BarrierSync".into(),
+    }
+}
+
+/// parallelize(3) → barrier mapPartitions → shuffle 0 (1 partition) → map.
+fn barrier_map_stage_lineage() -> Arc<Lineage> {
+    lineage(vec![
+        parallelize(0, 3, vec![]),
+        barrier_map(1, 0, 3),
+        shuffled(2, 1, 0, 1),
+        map(3, 2, 1),
+    ])
+}
+
+fn barrier_h(slots: u32) -> H {
+    let mut h = H::new();
+    h.dag.set_max_concurrent_tasks(slots);
+    h
+}
+
+fn boom() -> TaskEndReason {
+    TaskEndReason::ExceptionFailure {
+        class_name: "java.lang.RuntimeException".into(),
+        description: "boom".into(),
+        stack_trace: vec![],
+    }
+}
+
+fn kills(actions: &[DagAction]) -> Vec<(u32, String)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            DagAction::KillAllTaskAttempts { stage_id, reason } => Some((*stage_id, reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_barrier_stage_is_submitted_as_a_barrier_task_set() {
+    let mut h = barrier_h(8);
+    let l = barrier_map_stage_lineage();
+    let (_, a) = h.submit(&l, 3, vec![0]);
+    let ts = one_task_set(&a);
+    assert!(ts.is_barrier && ts.is_shuffle_map);
+    assert_eq!(ts.tasks.len(), 3);
+    // Its child, reading the shuffle, is not a barrier stage.
+    let a = finish_map_stage(&mut h, &ts, 1);
+    let reduce = one_task_set(&a);
+    assert!(!reduce.is_barrier);
+}
+
+#[test]
+fn barrier_stages_are_refused_with_dynamic_allocation_and_broken_rdd_chains() {
+    let mut h = H::with(DagConfig {
+        dynamic_allocation_enabled: true,
+        ..DagConfig::default()
+    });
+    let l = barrier_map_stage_lineage();
+    let (job, a) = h.submit(&l, 3, vec![0]);
+    assert_eq!(
+        job_ended(&a),
+        Some((job, Err(BARRIER_DYN_ALLOCATION_MESSAGE.to_string())))
+    );
+    assert!(task_sets(&a).is_empty());
+    assert_eq!(
+        barrier_exception_class(BARRIER_DYN_ALLOCATION_MESSAGE),
+        Some("org.apache.spark.scheduler.BarrierJobRunWithDynamicAllocationException")
+    );
+
+    // take(1) of a 3-partition barrier RDD: the stage computes 1 partition of 3.
+    let mut h = barrier_h(8);
+    let l = lineage(vec![parallelize(0, 3, vec![]), barrier_map(1, 0, 3)]);
+    let (job, a) = h.submit(&l, 1, vec![0]);
+    assert_eq!(
+        job_ended(&a),
+        Some((job, Err(BARRIER_RDD_CHAIN_MESSAGE.to_string())))
+    );
+    assert!(BARRIER_RDD_CHAIN_MESSAGE.starts_with(
+        "[SPARK-24820][SPARK-24821]: Barrier execution mode does not allow the following pattern of RDD chain within a barrier stage:\n1. Ancestor RDDs that have different number of partitions from the resulting RDD"
+    ));
+    // All of them is fine.
+    let (_, a) = h.submit(&l, 1, vec![0, 1, 2]);
+    assert!(one_task_set(&a).is_barrier);
+    // A barrier RDD whose ancestor in the stage has another partition count (a shuffled
+    // RDD read by the barrier map with more partitions than it) is refused too.
+    let mut h = barrier_h(8);
+    let l = lineage(vec![
+        parallelize(0, 2, vec![]),
+        shuffled(1, 0, 0, 4),
+        RddNode {
+            num_partitions: 2,
+            ..barrier_map(2, 1, 2)
+        },
+    ]);
+    let (job, a) = h.submit(&l, 2, vec![0, 1]);
+    assert_eq!(
+        job_ended(&a),
+        Some((job, Err(BARRIER_RDD_CHAIN_MESSAGE.to_string())))
+    );
+}
+
+#[test]
+fn a_barrier_stage_needing_more_slots_than_the_cluster_has_is_retried_then_fails() {
+    let mut h = H::with(DagConfig {
+        barrier_check_max_failures: 2,
+        barrier_check_interval_ms: 500,
+        ..DagConfig::default()
+    });
+    h.dag.set_max_concurrent_tasks(2);
+    let l = barrier_map_stage_lineage();
+    let (job, a) = h.submit(&l, 3, vec![0]);
+    assert!(job_ended(&a).is_none(), "not failed yet: {a:#?}");
+    assert!(task_sets(&a).is_empty());
+    assert!(a.iter().any(
+        |x| matches!(x, DagAction::ScheduleBarrierJobResubmit { job_id, delay_ms: 500 } if *job_id == job)
+    ));
+    assert_eq!(h.dag.pending_barrier_job_resubmits(), vec![job]);
+    assert!(
+        h.dag.active_job_ids().is_empty(),
+        "no stage or job is kept meanwhile"
+    );
+    // Second failure: retried once more.
+    let a = h.send(DagEvent::ResubmitBarrierJob { job_id: job });
+    assert!(a
+        .iter()
+        .any(|x| matches!(x, DagAction::ScheduleBarrierJobResubmit { .. })));
+    // Third: over the limit, the job fails with Spark's message.
+    let a = h.send(DagEvent::ResubmitBarrierJob { job_id: job });
+    assert_eq!(job_ended(&a), Some((job, Err(BARRIER_SLOTS_MESSAGE.to_string()))));
+    assert!(h.dag.pending_barrier_job_resubmits().is_empty());
+    assert_eq!(
+        barrier_exception_class(BARRIER_SLOTS_MESSAGE),
+        Some("org.apache.spark.scheduler.BarrierJobSlotsNumberCheckFailed")
+    );
+
+    // With the slots there at the retry, the job runs.
+    let mut h = barrier_h(2);
+    let (job, _) = h.submit(&l, 3, vec![0]);
+    h.dag.set_max_concurrent_tasks(4);
+    let a = h.send(DagEvent::ResubmitBarrierJob { job_id: job });
+    let ts = one_task_set(&a);
+    assert!(ts.is_barrier);
+    assert_eq!(h.dag.active_job_ids(), vec![job]);
+}
+
+#[test]
+fn a_failed_barrier_task_fails_and_resubmits_the_whole_map_stage() {
+    let mut h = barrier_h(8);
+    let l = barrier_map_stage_lineage();
+    let (_, a) = h.submit(&l, 3, vec![0]);
+    let ts = one_task_set(&a);
+    // Task 0 succeeded, then task 1 failed.
+    h.map_ok(&ts, 0, "1", vec![10]);
+    let a = h.end(&ts, 1, "2", boom(), None);
+    assert_eq!(
+        kills(&a),
+        vec![(
+            0,
+            "Task ShuffleMapTask(0, 1) from barrier stage ShuffleMapStage 0 (mapPartitions at BarrierSync) failed."
+                .to_string()
+        )]
+    );
+    assert_eq!(
+        stage_completed_failure(&a, 0),
+        Some(Some(
+            "Stage failed because barrier task ShuffleMapTask(0, 1) finished unsuccessfully.\njava.lang.RuntimeException: boom"
+                .to_string()
+        ))
+    );
+    assert!(a
+        .iter()
+        .any(|x| matches!(x, DagAction::ScheduleResubmit { delay_ms } if *delay_ms == RESUBMIT_TIMEOUT_MS)));
+    // Every map output went, the finished one too.
+    assert_eq!(
+        h.dag.map_output_tracker().find_missing_partitions(0),
+        Some(vec![0, 1, 2])
+    );
+    // The killed task's end does not fail the attempt again.
+    let a = h.end(
+        &ts,
+        2,
+        "1",
+        TaskEndReason::TaskKilled {
+            reason: "Task ShuffleMapTask(0, 1) from barrier stage ShuffleMapStage 0 (mapPartitions at BarrierSync) failed.".into(),
+        },
+        None,
+    );
+    assert!(
+        kills(&a).is_empty() && stage_completed_failure(&a, 0).is_none(),
+        "{a:#?}"
+    );
+    // The resubmission runs all three tasks again, as attempt 1.
+    let a = h.send(DagEvent::ResubmitFailedStages);
+    let retry = one_task_set(&a);
+    assert_eq!(
+        (retry.stage_id, retry.stage_attempt_id, retry.tasks.len()),
+        (0, 1, 3)
+    );
+    assert!(retry.is_barrier);
+    // A late failure from attempt 0 is ignored.
+    let a = h.end(&ts, 0, "1", boom(), None);
+    assert!(kills(&a).is_empty());
+    // The retry succeeds and the job goes on.
+    let a = finish_map_stage(&mut h, &retry, 1);
+    let reduce = one_task_set(&a);
+    let a = h.result_ok(&reduce, 0, 3);
+    assert_eq!(job_ended(&a).map(|(_, r)| r.is_ok()), Some(true));
+}
+
+#[test]
+fn a_barrier_stage_failing_max_consecutive_attempts_aborts_the_job() {
+    let mut h = H::with(DagConfig {
+        max_consecutive_attempts: 2,
+        ..DagConfig::default()
+    });
+    h.dag.set_max_concurrent_tasks(8);
+    let l = barrier_map_stage_lineage();
+    let (job, a) = h.submit(&l, 3, vec![0]);
+    let ts = one_task_set(&a);
+    h.end(&ts, 0, "1", boom(), None);
+    let a = h.send(DagEvent::ResubmitFailedStages);
+    let retry = one_task_set(&a);
+    let a = h.end(&retry, 2, "1", boom(), None);
+    let expected = "Job aborted due to stage failure: ShuffleMapStage 0 (mapPartitions at BarrierSync) has failed the maximum allowable number of times: 2. Most recent failure reason: Stage failed because barrier task ShuffleMapTask(0, 2) finished unsuccessfully.\njava.lang.RuntimeException: boom";
+    assert_eq!(job_ended(&a), Some((job, Err(expected.to_string()))));
+}
+
+#[test]
+fn a_failed_barrier_result_stage_cannot_be_recovered() {
+    let mut h = barrier_h(8);
+    let l = lineage(vec![parallelize(0, 2, vec![]), barrier_map(1, 0, 2)]);
+    let (job, a) = h.submit(&l, 1, vec![0, 1]);
+    let ts = one_task_set(&a);
+    assert!(ts.is_barrier && !ts.is_shuffle_map);
+    let a = h.end(&ts, 1, "1", boom(), None);
+    assert_eq!(kills(&a).len(), 1);
+    let expected = "Job aborted due to stage failure: Could not recover from a failed barrier ResultStage. Most recent failure reason: Stage failed because barrier task ResultTask(0, 1) finished unsuccessfully.\njava.lang.RuntimeException: boom";
+    assert_eq!(job_ended(&a), Some((job, Err(expected.to_string()))));
+}
+
+#[test]
+fn a_fetch_failure_from_a_barrier_map_stage_drops_all_its_outputs() {
+    let mut h = barrier_h(8);
+    let l = barrier_map_stage_lineage();
+    let (_, a) = h.submit(&l, 3, vec![0]);
+    let ts = one_task_set(&a);
+    let a = finish_map_stage(&mut h, &ts, 1);
+    let reduce = one_task_set(&a);
+    h.fetch_fail(&reduce, 0, 0, 1, "2");
+    assert_eq!(
+        h.dag.map_output_tracker().find_missing_partitions(0),
+        Some(vec![0, 1, 2]),
+        "a barrier map stage reruns all its tasks"
+    );
+}
+
+#[test]
+fn a_barrier_task_succeeding_after_its_attempt_failed_does_not_shrink_the_retry() {
+    let mut h = barrier_h(8);
+    let l = barrier_map_stage_lineage();
+    let (_, a) = h.submit(&l, 3, vec![0]);
+    let ts = one_task_set(&a);
+    // Task 0 fails; task 1's success (same attempt) arrives after the failure.
+    h.end(&ts, 0, "1", boom(), None);
+    h.map_ok(&ts, 1, "2", vec![10]);
+    let a = h.send(DagEvent::ResubmitFailedStages);
+    let retry = one_task_set(&a);
+    assert_eq!(retry.tasks.len(), 3, "every task of the barrier stage runs again");
+    // A success of attempt 0 arriving during attempt 1 is not used.
+    h.map_ok(&ts, 2, "1", vec![10]);
+    assert_eq!(
+        h.dag.map_output_tracker().find_missing_partitions(0),
+        Some(vec![0, 1, 2])
+    );
+}
+
+#[test]
+fn fetch_failures_from_a_decommissioning_executor_do_not_count_when_asked() {
+    // maxConsecutiveAttempts 2: two fetch failures abort, unless they come from a
+    // decommissioning executor with spark.stage.ignoreDecommissionFetchFailure.
+    let run = |ignore: bool, decommissioned: bool| {
+        let mut h = H::with(DagConfig {
+            max_consecutive_attempts: 2,
+            ignore_decommission_fetch_failure: ignore,
+            ..DagConfig::default()
+        });
+        let l = one_shuffle_lineage();
+        let (_, a) = h.submit(&l, 3, vec![0]);
+        let mut map_ts = one_task_set(&a);
+        let mut ended = None;
+        for _ in 0..2 {
+            let a = finish_map_stage(&mut h, &map_ts, 3);
+            let reduce_ts = one_task_set(&a);
+            h.dag.set_fetch_source_decommissioned(decommissioned);
+            let last = h.fetch_fail(&reduce_ts, 0, 0, 0, "1");
+            ended = job_ended(&last);
+            if ended.is_some() {
+                break;
+            }
+            let a = h.send(DagEvent::ResubmitFailedStages);
+            map_ts = one_task_set(&a);
+        }
+        ended
+    };
+    assert!(
+        run(false, true).is_some_and(|(_, r)| r.is_err()),
+        "counted without the setting"
+    );
+    assert!(
+        run(true, false).is_some_and(|(_, r)| r.is_err()),
+        "counted from a live executor"
+    );
+    assert_eq!(run(true, true), None, "ignored: the stage goes on");
 }
