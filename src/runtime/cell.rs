@@ -41,7 +41,7 @@ use super::registry::Watcher;
 use super::supervisor::ChildKind;
 use super::watch::Terminated;
 use crate::logs::ctx::{LogCtx, LogIds, LogScope};
-use crate::rpc::EndpointRef;
+use super::endpoint::EndpointRef;
 
 const CMD_NONE: u8 = 0;
 const CMD_STOP: u8 = 1;

@@ -24,7 +24,7 @@ use super::registry::{ActorInfo, Registry};
 use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
 use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
 use crate::logs::sink::{self, LogSink};
-use crate::rpc::EndpointRef;
+use super::endpoint::EndpointRef;
 
 struct Inner {
     id: Arc<str>,

@@ -6,14 +6,16 @@
 //! into failures ([`cell`], [`panic`]); actor paths and globs ([`path`]); a registry that
 //! resolves a path to the live incarnation ([`registry`]); death watch ([`watch`]); fault
 //! injection by path or glob, partitions and seeded plans ([`fault`]); one clock, real or
-//! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); and all of it per
-//! [`cluster`] instance.
+//! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); endpoint refs by
+//! path, checked against partitions on the way ([`endpoint`]); and all of it per [`cluster`]
+//! instance.
 
 pub mod blocking;
 pub mod cancel;
 pub mod cell;
 pub mod clock;
 pub mod cluster;
+pub mod endpoint;
 pub mod exit;
 pub mod fault;
 pub mod panic;
