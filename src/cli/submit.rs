@@ -32,8 +32,7 @@ use crate::deploy::spark_submit_arguments::{
 };
 use crate::runtime::fault::PlanRun;
 use crate::runtime::{
-    ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, Supervision,
-    SupervisorSpec,
+    ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, SupervisorSpec,
 };
 use crate::yarn::node::{rm_path, start_node, wait_ready};
 use crate::yarn::resource_manager::ResourceManager;
@@ -223,7 +222,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
         });
         let state = Kept::<SubmitState>::default();
         let kept = state.clone();
-        let supervision = Supervision::from_conf(&conf).map_err(|e| e.to_string())?;
+        let supervision = crate::conf::supervision(&conf).map_err(|e| e.to_string())?;
         let spec = SupervisorSpec::new(Strategy::OneForOne)
             .supervision(&supervision)
             .child(

@@ -24,6 +24,7 @@ pub mod keys;
 mod nodes;
 mod parse;
 mod redact;
+mod supervision;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,7 @@ pub use parse::{
     SizeUnit, TimeUnit,
 };
 pub use redact::{is_valid_pattern, Redactor, DEFAULT_REDACTION_REGEX, REDACTION_REPLACEMENT_TEXT};
+pub use supervision::supervision;
 pub use validate::{nearest_known_key, ConfWarning};
 
 /// File name of Spark's defaults in the configuration directory.

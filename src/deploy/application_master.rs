@@ -46,7 +46,7 @@ use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::watch::{back_at, ended_by_failure};
 use crate::runtime::{
-    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervision, Supervisor, Terminated,
+    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
 };
 use crate::yarn::protocol::{FinishApplicationMaster, RegisterApplicationMaster};
 use crate::yarn::records::{ApplicationAttemptId, Container, FinalApplicationStatus};
@@ -355,7 +355,7 @@ impl ApplicationMaster {
     /// allocation, then the reporter.
     fn create_allocator(&mut self, ctx: &mut Context<Self>, driver_yse: ActorPath) {
         let conf = self.ctx.conf.clone();
-        let supervision = Supervision::from_conf(&conf).unwrap_or_default();
+        let supervision = crate::conf::supervision(&conf).unwrap_or_default();
         let sup = self.me.endpoint::<Supervisor>(&self.am_sup);
         let allocator_path = self.child_path(ALLOCATOR);
         let launcher_path = self.child_path(LAUNCHER);
@@ -805,7 +805,7 @@ impl ApplicationMaster {
 /// significant child is the ApplicationMaster (its end ends the container with its exit
 /// code); the AM starts its other actors under it as it goes.
 pub fn am_subtree_spec(ctx: AmContext) -> ChildSpec {
-    let supervision = Supervision::from_conf(&ctx.conf).unwrap_or_default();
+    let supervision = crate::conf::supervision(&ctx.conf).unwrap_or_default();
     ChildSpec::supervisor(AM_SEGMENT, move || {
         let ctx = ctx.clone();
         crate::runtime::SupervisorSpec::new(crate::runtime::Strategy::OneForOne)

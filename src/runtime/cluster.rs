@@ -16,6 +16,7 @@ use actix::{Actor, ArbiterHandle, Context};
 
 use super::cell::{self, CellShared, ExitNotify, Me, SpawnArgs, DEFAULT_MAILBOX};
 use super::clock::Clock;
+use super::endpoint::EndpointRef;
 use super::exit::ExitReason;
 use super::fault::{FaultState, Progress};
 use super::panic::install_quiet_hook;
@@ -24,7 +25,6 @@ use super::registry::{ActorInfo, Registry};
 use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
 use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
 use crate::logs::sink::{self, LogSink};
-use super::endpoint::EndpointRef;
 
 struct Inner {
     id: Arc<str>,

@@ -23,12 +23,12 @@ use std::time::Duration;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Context, Handler, MailboxError, Message};
 
-use crate::logs::ctx::in_scope;
 use super::cell::CellShared;
 use super::cluster::Cluster;
 use super::fault::Route;
 use super::path::{short_type_name, ActorPath};
 use super::registry::LookupError;
+use crate::logs::ctx::in_scope;
 
 /// Why an ask got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::conf::{NodeSpec, SparkConf};
 use crate::logs::LogIds;
-use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, SupervisorSpec};
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSpec};
 
 use super::client_rm_service::ClientRmService;
 use super::node_manager::{NmState, NodeManager};
@@ -43,7 +43,7 @@ pub fn start_node(
     rm_host: &str,
     listener: Option<Arc<std::net::TcpListener>>,
 ) -> Result<ActorPath, String> {
-    let supervision = Supervision::from_conf(conf).map_err(|e| e.to_string())?;
+    let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
     let rm_config = RmConfig::from_conf(conf);
     let rm_state = Kept::new(RmState::new(cluster.clock().epoch_millis(), &rm_config));
     let rm = rm_path();
