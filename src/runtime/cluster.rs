@@ -108,7 +108,12 @@ impl ClusterBuilder {
         let clock = self.clock.unwrap_or_else(Clock::real);
         let mut log = LogCtx::cluster(&id);
         log.node = Some(Arc::from(self.node.as_deref().unwrap_or("local")));
-        let sink = Arc::new(LogSink::new(self.log_dir, self.capture, clock.clone()));
+        let wall = clock.clone();
+        let sink = Arc::new(LogSink::new(
+            self.log_dir,
+            self.capture,
+            Arc::new(move || wall.wall()),
+        ));
         LogSink::start_flusher(&sink);
         sink::register(id.clone(), sink.clone());
         Ok(Cluster {
