@@ -204,7 +204,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
             .build()?;
         let (rm, local_rm) = match &target {
             Target::Embedded(nodes) => {
-                start_node(&cluster, &conf, nodes, &super::local_hostname(), None)?;
+                start_node(&cluster, &conf, nodes, &super::roles::launchers(), &super::local_hostname(), None)?;
                 wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
                 let ep = cluster.endpoint::<ResourceManager>(&rm_path());
                 (RmConnection::Local(ep.clone()), Some(ep))
