@@ -4,7 +4,8 @@
 //!
 //! Layer: above the runtime, logs, conf and rpc; under the Spark side, of which it knows
 //! nothing. A NodeManager starts a container's command through the launcher registry
-//! ([`launcher`]) handed to the node by whoever assembles it.
+//! ([`launcher`]) handed to the node by whoever assembles it, and the client protocol
+//! ([`protocol::ClientProtocol`]) plugs into the generic TCP transport of `rpc::tcp`.
 
 pub mod client_rm_service;
 pub mod client_service;
