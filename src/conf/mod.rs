@@ -17,6 +17,9 @@
 //! sparkyard's own namespace `spark.sparkyard.*` additionally accept humantime durations.
 //! Every error is a [`ConfError`] whose `Display` is one line naming the key, the value and
 //! what was expected, or the file (and line) that could not be read.
+//!
+//! Layer: above the runtime (it reads the runtime's settings, [`supervision`], into plain
+//! values), under rpc, YARN and the Spark side.
 
 mod entry;
 mod file;

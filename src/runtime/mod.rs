@@ -9,6 +9,10 @@
 //! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); endpoint refs by
 //! path, checked against partitions on the way ([`endpoint`]); and all of it per [`cluster`]
 //! instance.
+//!
+//! Layer: just above [`crate::logs`] (every actor's records carry its log context), under
+//! everything else. It reads no configuration: callers hand it plain values (a
+//! [`Supervision`], limits, durations).
 
 pub mod blocking;
 pub mod cancel;
