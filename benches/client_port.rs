@@ -13,8 +13,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sparkyard::rpc::tcp::{encode_frame, RequestFrame, GREETING};
-use sparkyard::yarn::protocol::{ClientRequest, GetApplicationReport, ReportWait};
+use sparkyard::rpc::tcp::{encode_frame, Protocol, RequestFrame};
+use sparkyard::yarn::protocol::{ClientProtocol, ClientRequest, GetApplicationReport, ReportWait};
 use sparkyard::yarn::records::{ApplicationId, FinalApplicationStatus, YarnApplicationState};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkyard");
@@ -44,7 +44,7 @@ fn usage(pid: u32) -> (f64, usize) {
 
 fn greet(addr: &str) -> Option<TcpStream> {
     let mut s = TcpStream::connect(addr).ok()?;
-    s.write_all(&GREETING).ok()?;
+    s.write_all(&ClientProtocol::GREETING).ok()?;
     Some(s)
 }
 

@@ -83,7 +83,15 @@ fn throughput(executors: u32, cores: u32, sizes: &[u32]) -> Vec<(u32, (f64, f64,
                 vcores: 100_000,
             })
             .collect();
-        start_node(&cluster, &SparkConf::new(), &nodes, "rmhost", None).unwrap();
+        start_node(
+            &cluster,
+            &SparkConf::new(),
+            &nodes,
+            &sparkyard::cli::roles::launchers(),
+            "rmhost",
+            None,
+        )
+        .unwrap();
         wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
             .await
             .unwrap();

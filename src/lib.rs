@@ -1,14 +1,18 @@
 //! sparkyard: Spark-on-YARN's control plane rebuilt in Rust as a supervised actor system.
 //!
-//! Modules: [`runtime`] (supervision trees on actix, paths, registry, death watch, fault
-//! injection, the clock), [`rpc`] (endpoint refs, the TCP transport), [`logs`] (structured
-//! actor logs and their reader), [`conf`] (SparkConf and the configuration files),
-//! [`yarn`] (ResourceManager, NodeManagers, records, protocols, the all-in-one node),
-//! [`deploy`] (SparkSubmit, the Client, the ApplicationMaster and its allocator),
-//! [`scheduler`] (the driver's endpoints and messages), [`executor`] (the executor
-//! backend), [`context`] (what applications see: AppEnv, SparkContext), [`apps`] (the
-//! built-in applications), [`chaos`] (what fault injection aims at, plans from the
-//! configuration), [`cli`] (the command line).
+//! Modules, by layer, bottom first (the lower five import only from the layers under them,
+//! which `tests/layers.rs` checks; the Spark side's modules still import each other):
+//! [`logs`] (the log context, structured actor logs and their
+//! reader, container output), [`runtime`] (supervision trees on actix, paths, registry,
+//! endpoint refs, death watch, fault injection, the clock), [`conf`] (SparkConf and the
+//! configuration files), [`rpc`] (the TCP transport, generic over its protocol), [`yarn`]
+//! (ResourceManager, NodeManagers and their launcher registry, records, protocols, the
+//! all-in-one node); then the Spark side: [`deploy`] (SparkSubmit, the Client, the
+//! ApplicationMaster and its allocator), [`scheduler`] (the driver's endpoints and
+//! messages), [`executor`] (the executor backend), [`context`] (what applications see:
+//! AppEnv, SparkContext), [`rdd`]; and on top [`apps`] (the built-in applications),
+//! [`chaos`] (what fault injection aims at, plans from the configuration), [`cli`] (the
+//! command line, and the binary's roles as a NodeManager launches them).
 
 pub mod apps;
 pub mod chaos;

@@ -15,18 +15,20 @@ use common::process::{
     config_dir, drain, interrupt, run_to_end, start_node_with, submit, submit_sleeping, wait_exit, Node, Out,
     BIN,
 };
-use sparkyard::rpc::tcp::{encode_frame, RequestFrame, ResponseFrame, GREETING};
-use sparkyard::yarn::protocol::{ClientRequest, ClientResponse, GetApplicationReport, ReportWait};
+use sparkyard::rpc::tcp::{encode_frame, Protocol, RequestFrame, ResponseFrame};
+use sparkyard::yarn::protocol::{
+    ClientProtocol, ClientRequest, ClientResponse, GetApplicationReport, ReportWait,
+};
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
 
 /// A greeted raw connection to the node.
 fn greeted(node: &Node) -> TcpStream {
     let mut s = TcpStream::connect(&node.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s.write_all(&GREETING).unwrap();
+    s.write_all(&ClientProtocol::GREETING).unwrap();
     let mut greeting = [0u8; 5];
     s.read_exact(&mut greeting).unwrap();
-    assert_eq!(greeting, GREETING);
+    assert_eq!(greeting, ClientProtocol::GREETING);
     s
 }
 
@@ -86,7 +88,7 @@ fn a_report_wait_of_u64_max_seconds_is_answered_without_a_panic() {
 }
 
 /// Reads one response frame from a blocking socket (with its read time-out).
-fn read_response(raw: &mut TcpStream) -> ResponseFrame {
+fn read_response(raw: &mut TcpStream) -> ResponseFrame<ClientResponse> {
     let mut prefix = [0u8; 4];
     raw.read_exact(&mut prefix).expect("an answer");
     let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];

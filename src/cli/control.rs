@@ -32,11 +32,12 @@ use std::io::Write;
 use std::time::Duration;
 
 use crate::conf::{self, SparkConf};
-use crate::rpc::tcp::ClientConnection;
 use crate::runtime::fault::Killed;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{FaultPlan, KillMode, PartitionMode, PathGlob, Span};
-use crate::yarn::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, RefreshNodes};
+use crate::yarn::protocol::{
+    AdminRequest, AdminResponse, ClientConnection, ClientRequest, ClientResponse, RefreshNodes,
+};
 use crate::yarn::records::{ApplicationId, NodeReport};
 
 /// How long a control waits to connect and for its answer.

@@ -399,8 +399,9 @@ fn rmadmin(args: RmadminArgs) -> i32 {
     }
 }
 
-/// A container role run by hand: its arguments are parsed exactly as a NodeManager parses
-/// a launch command, but the role itself only runs inside a container.
+/// A container role run by hand: its arguments are parsed exactly as the binary's launcher
+/// (`roles::launchers`) parses a container's launch command, but the role itself only runs
+/// inside a container.
 fn role(name: &str, args: &[String]) -> i32 {
     let who = format!("sparkyard {name}");
     if args.iter().any(|a| a == "--help" || a == "-h") {

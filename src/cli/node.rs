@@ -54,7 +54,14 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
             .build()?;
         // Handle Ctrl-C and SIGTERM from before the readiness line on.
         let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-        let root = start_node(&cluster, &conf, &nodes, &hostname, Some(Arc::new(listener)))?;
+        let root = start_node(
+            &cluster,
+            &conf,
+            &nodes,
+            &super::roles::launchers(),
+            &hostname,
+            Some(Arc::new(listener)),
+        )?;
         // Polled from the start: the node can give up while it comes up too.
         let ended = cluster.root_ended(&root);
         tokio::pin!(ended);

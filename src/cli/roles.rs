@@ -6,11 +6,18 @@
 //! AM) or `executor` (CoarseGrainedExecutorBackend). Options before the role are JVM-style
 //! system properties; `spark.executor.extraJavaOptions` lands there, as in Spark. Anything
 //! else there is refused, as a JVM refuses an unrecognized option, and the container exits
-//! with status 1. The NodeManager parses commands with this module, the same parser the
-//! binary's own command line uses.
+//! with status 1. The NodeManager runs commands through the launcher registry its node is
+//! assembled with; [`launchers`] is this binary's entry in it, which parses a command with
+//! this module, the same parser the binary's own command line uses, and starts its role.
+//!
+//! Layer: cli, the top; it ties the Spark side's roles to YARN's registry, so neither knows
+//! the other's launch mechanics.
 
 use crate::deploy::am_args::{am_usage, parse_am_args, AmArgs};
+use crate::deploy::application_master::{am_process, AmMode};
 use crate::executor::args::{executor_usage, parse_executor_args, ExecutorArgs};
+use crate::executor::backend::executor_process;
+use crate::yarn::launcher::{Launch, LauncherRegistry, Process};
 
 /// The program name at the head of every launch command.
 pub const PROGRAM: &str = "sparkyard";
@@ -48,6 +55,23 @@ pub fn build_command(
     cmd.push(role.to_string());
     cmd.extend(args);
     cmd
+}
+
+/// The programs a node's containers run: this binary, in the roles a launch command names
+/// (`application-master`, `executor-launcher`, `executor`). `sparkyard node` and the
+/// embedded cluster of `sparkyard submit` hand it to their NodeManagers.
+pub fn launchers() -> LauncherRegistry {
+    LauncherRegistry::new().register(PROGRAM, launch)
+}
+
+/// Starts a container running this binary: parses its command and starts the role it names.
+fn launch(launch: &Launch<'_>) -> Result<Process, String> {
+    let cmd = parse_launch_command(&launch.context.command, launch.host)?;
+    match cmd.role {
+        Role::ApplicationMaster(args) => am_process(AmMode::Cluster, args, &cmd.system_properties, launch),
+        Role::ExecutorLauncher(args) => am_process(AmMode::Client, args, &cmd.system_properties, launch),
+        Role::Executor(args) => Ok(executor_process(args, &cmd.system_properties)),
+    }
 }
 
 /// Parses a container's launch command; the error is the one line the container's process

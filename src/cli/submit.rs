@@ -32,8 +32,7 @@ use crate::deploy::spark_submit_arguments::{
 };
 use crate::runtime::fault::PlanRun;
 use crate::runtime::{
-    ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, Supervision,
-    SupervisorSpec,
+    ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, SupervisorSpec,
 };
 use crate::yarn::node::{rm_path, start_node, wait_ready};
 use crate::yarn::resource_manager::ResourceManager;
@@ -205,7 +204,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
             .build()?;
         let (rm, local_rm) = match &target {
             Target::Embedded(nodes) => {
-                start_node(&cluster, &conf, nodes, &super::local_hostname(), None)?;
+                start_node(&cluster, &conf, nodes, &super::roles::launchers(), &super::local_hostname(), None)?;
                 wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
                 let ep = cluster.endpoint::<ResourceManager>(&rm_path());
                 (RmConnection::Local(ep.clone()), Some(ep))
@@ -223,7 +222,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
         });
         let state = Kept::<SubmitState>::default();
         let kept = state.clone();
-        let supervision = Supervision::from_conf(&conf).map_err(|e| e.to_string())?;
+        let supervision = crate::conf::supervision(&conf).map_err(|e| e.to_string())?;
         let spec = SupervisorSpec::new(Strategy::OneForOne)
             .supervision(&supervision)
             .child(

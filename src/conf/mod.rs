@@ -17,6 +17,9 @@
 //! sparkyard's own namespace `spark.sparkyard.*` additionally accept humantime durations.
 //! Every error is a [`ConfError`] whose `Display` is one line naming the key, the value and
 //! what was expected, or the file (and line) that could not be read.
+//!
+//! Layer: above the runtime (it reads the runtime's settings, [`supervision`], into plain
+//! values), under rpc, YARN and the Spark side.
 
 mod entry;
 mod file;
@@ -24,6 +27,7 @@ pub mod keys;
 mod nodes;
 mod parse;
 mod redact;
+mod supervision;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -42,6 +46,7 @@ pub use parse::{
     SizeUnit, TimeUnit,
 };
 pub use redact::{is_valid_pattern, Redactor, DEFAULT_REDACTION_REGEX, REDACTION_REPLACEMENT_TEXT};
+pub use supervision::supervision;
 pub use validate::{nearest_known_key, ConfWarning};
 
 /// File name of Spark's defaults in the configuration directory.

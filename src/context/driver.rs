@@ -27,9 +27,7 @@ use std::time::Duration;
 
 use crate::conf::{self, SparkConf};
 use crate::runtime::supervisor::TerminateChild;
-use crate::runtime::{
-    ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, Supervisor, SupervisorSpec,
-};
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervisor, SupervisorSpec};
 use crate::scheduler::barrier_coordinator::{
     BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
 };
@@ -162,7 +160,7 @@ pub fn driver_spec(
     paths: &DriverPaths,
     cluster: &Cluster,
 ) -> (ChildSpec, ListenerBusRef) {
-    let supervision = Supervision::from_conf(conf).unwrap_or_default();
+    let supervision = crate::conf::supervision(conf).unwrap_or_default();
     let ask_timeout = conf
         .get(&conf::RPC_ASK_TIMEOUT)
         .unwrap_or(Duration::from_secs(120));

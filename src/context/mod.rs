@@ -14,7 +14,6 @@
 
 mod driver;
 mod jobs;
-mod output;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,9 +22,9 @@ use std::time::Duration;
 
 pub use driver::{driver_spec, stop_driver, task_scheduler_config, DriverPaths, DRIVER_SEGMENT};
 pub use jobs::DriverJobRunner;
-pub use output::OutputSink;
 
 use crate::conf::{self, SparkConf};
+use crate::logs::output::OutputSink;
 use crate::rdd::api::{self as rdd_api, JobError, JobRunner, Rdd};
 use crate::rdd::Value;
 use crate::rpc::EndpointRef;

@@ -40,14 +40,16 @@ use super::executor_runnable::ContainerLauncher;
 use super::reporter::Reporter;
 use super::yarn_allocator::{AllocateResources, AllocatorConfig, AllocatorKept, YarnAllocator};
 use crate::conf::{self, SparkConf};
-use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths, OutputSink};
+use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths};
 use crate::executor::backend::DRIVER_RESTART_WAIT;
+use crate::logs::output::OutputSink;
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::watch::{back_at, ended_by_failure};
 use crate::runtime::{
-    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervision, Supervisor, Terminated,
+    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
 };
+use crate::yarn::launcher::{Launch, Process};
 use crate::yarn::protocol::{FinishApplicationMaster, RegisterApplicationMaster};
 use crate::yarn::records::{ApplicationAttemptId, Container, FinalApplicationStatus};
 use crate::yarn::resource_manager::{ask_rm, ResourceManager};
@@ -355,7 +357,7 @@ impl ApplicationMaster {
     /// allocation, then the reporter.
     fn create_allocator(&mut self, ctx: &mut Context<Self>, driver_yse: ActorPath) {
         let conf = self.ctx.conf.clone();
-        let supervision = Supervision::from_conf(&conf).unwrap_or_default();
+        let supervision = crate::conf::supervision(&conf).unwrap_or_default();
         let sup = self.me.endpoint::<Supervisor>(&self.am_sup);
         let allocator_path = self.child_path(ALLOCATOR);
         let launcher_path = self.child_path(LAUNCHER);
@@ -801,11 +803,47 @@ impl ApplicationMaster {
     }
 }
 
+/// The AM container's process, as the binary's launcher starts it for the
+/// `application-master` (cluster mode) and `executor-launcher` (client mode) roles: the AM
+/// subtree, configured from the properties file the Client shipped with the container and
+/// the command's `-D` system properties after it. A properties file the container does not
+/// have, or cannot parse, is the one line the process prints before exiting 1.
+pub fn am_process(
+    mode: AmMode,
+    args: AmArgs,
+    system_properties: &[(String, String)],
+    launch: &Launch<'_>,
+) -> Result<Process, String> {
+    let mut conf = SparkConf::new();
+    if let Some(file) = &args.properties_file {
+        let text = launch
+            .context
+            .local_resources
+            .get(file)
+            .ok_or_else(|| format!("Properties file {file} does not exist in the container"))?;
+        for (k, v) in conf::parse_properties(text, std::path::Path::new(file)).map_err(|e| e.to_string())? {
+            conf.set(k, v);
+        }
+    }
+    for (k, v) in system_properties {
+        conf.set(k.as_str(), v.as_str());
+    }
+    Ok(Process::new(am_subtree_spec(AmContext {
+        mode,
+        args,
+        attempt_id: launch.container.id.attempt,
+        container: launch.container.clone(),
+        conf: Arc::new(conf),
+        output: launch.output.clone(),
+        rm: launch.rm.clone(),
+    })))
+}
+
 /// The AM's subtree, the AM container's significant role: `am`, a supervisor whose
 /// significant child is the ApplicationMaster (its end ends the container with its exit
 /// code); the AM starts its other actors under it as it goes.
 pub fn am_subtree_spec(ctx: AmContext) -> ChildSpec {
-    let supervision = Supervision::from_conf(&ctx.conf).unwrap_or_default();
+    let supervision = crate::conf::supervision(&ctx.conf).unwrap_or_default();
     ChildSpec::supervisor(AM_SEGMENT, move || {
         let ctx = ctx.clone();
         crate::runtime::SupervisorSpec::new(crate::runtime::Strategy::OneForOne)

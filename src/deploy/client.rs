@@ -35,7 +35,6 @@ use super::am_args::{am_command_args, AmArgs};
 use super::resources::{am_container, executor_memory};
 use crate::cli::roles::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use crate::conf::{self, SparkConf};
-use crate::rpc::tcp::ClientConnection;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Kept, Me};
 use crate::yarn::client_service;

@@ -39,7 +39,8 @@ use super::client::{
 use super::spark_submit_arguments::{SparkSubmitAction, SparkSubmitArguments};
 use super::yarn_client_backend::ClientModeLauncher;
 use crate::conf::SparkConf;
-use crate::context::{AppEnv, AppError, DriverMode, OutputSink};
+use crate::context::{AppEnv, AppError, DriverMode};
+use crate::logs::output::OutputSink;
 use crate::rpc::EndpointRef;
 use crate::runtime::supervisor::{StartChild, SupervisorError, WhichChildren};
 use crate::runtime::timers::run_later;

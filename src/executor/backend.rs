@@ -33,11 +33,13 @@ use super::args::ExecutorArgs;
 use super::block_store::BlockStore;
 use super::task_pool::TaskPool;
 use super::task_runner::{self, ExecutorHandle, RecentStatuses, StageCache};
+use crate::conf::{self, SparkConf};
+use crate::logs::LogIds;
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::fault::SplitMix64;
 use crate::runtime::timers::run_at_fixed_rate;
 use crate::runtime::watch::{back_at, ended_by_failure};
-use crate::runtime::{ActorPath, CancelToken, ExitReason, Me, Terminated};
+use crate::runtime::{ActorPath, CancelToken, ChildSpec, ExitReason, Me, Restart, Terminated};
 use crate::scheduler::driver_endpoint::DriverEndpoint;
 use crate::scheduler::heartbeat_receiver::{Heartbeat, HeartbeatReceiver, HEARTBEAT_RECEIVER_SEGMENT};
 use crate::scheduler::loss_reason::ExecutorLossReason;
@@ -45,6 +47,7 @@ use crate::scheduler::messages::*;
 use crate::scheduler::task::{
     FetchShuffleBlocks, KillTask, LaunchTask, ShuffleBlocks, StatusUpdate, TaskDescription, TaskState,
 };
+use crate::yarn::launcher::Process;
 
 /// How many times the executor tries to reach the driver for its configuration.
 const CONFIG_FETCH_TRIES: u32 = 3;
@@ -170,6 +173,28 @@ pub struct CoarseGrainedExecutorBackend {
     decommissioned: bool,
     /// The first exit check after the initial sleep has run (task ends check from then on).
     decommission_checking: bool,
+}
+
+/// The executor container's process, as the binary's launcher starts it for the `executor`
+/// role: the backend at `executor-<id>`, its asks bounded by the command's
+/// `spark.rpc.askTimeout` (120 s when the command sets none), its records carrying the
+/// executor id.
+pub fn executor_process(args: ExecutorArgs, system_properties: &[(String, String)]) -> Process {
+    let mut conf = SparkConf::new();
+    for (k, v) in system_properties {
+        conf.set(k.as_str(), v.as_str());
+    }
+    let ask = conf
+        .get(&conf::RPC_ASK_TIMEOUT)
+        .unwrap_or(Duration::from_secs(120));
+    let ids = LogIds::default().executor(&args.executor_id);
+    let segment = format!("executor-{}", args.executor_id);
+    let spec = ChildSpec::worker(&segment, move |_, me| {
+        CoarseGrainedExecutorBackend::new(me, args.clone(), ask)
+    })
+    .restart(Restart::Temporary)
+    .significant(true);
+    Process::new(spec).ids(ids)
 }
 
 impl CoarseGrainedExecutorBackend {

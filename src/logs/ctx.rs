@@ -63,6 +63,16 @@ impl LogIds {
     pub fn is_empty(&self) -> bool {
         *self == LogIds::default()
     }
+    /// These ids, with those set in `other` in their place.
+    pub fn with(self, other: &LogIds) -> LogIds {
+        LogIds {
+            node: other.node.clone().or(self.node),
+            app_id: other.app_id.clone().or(self.app_id),
+            attempt: other.attempt.or(self.attempt),
+            container_id: other.container_id.clone().or(self.container_id),
+            executor_id: other.executor_id.clone().or(self.executor_id),
+        }
+    }
 }
 
 impl LogCtx {
@@ -176,6 +186,25 @@ impl<F: Future> Future for Instrumented<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_set_in_the_other_take_the_place_of_these() {
+        let container = LogIds::default().app("app_1").attempt(1).container("c_1");
+        let process = LogIds::default().executor("3");
+        assert_eq!(
+            container.clone().with(&process),
+            LogIds::default()
+                .app("app_1")
+                .attempt(1)
+                .container("c_1")
+                .executor("3")
+        );
+        assert_eq!(
+            container.clone().with(&LogIds::default().attempt(2)).attempt,
+            Some(2)
+        );
+        assert_eq!(container.clone().with(&LogIds::default()), container);
+    }
 
     #[test]
     fn scopes_nest_and_restore() {

@@ -1,8 +1,15 @@
 //! Structured actor logs: the record schema and writer, per-cluster routing to files per
 //! node and per container, the readable console format, and the `sparkyard logs` reader.
+//!
+//! Layer: the bottom, under the runtime. The runtime enters each actor's log context
+//! ([`ctx`]) around everything the actor runs and owns each cluster's [`sink::LogSink`], so it
+//! stands on this module; nothing here imports the runtime (a sink takes its wall time from
+//! a function the runtime hands it).
 
 pub mod ctx;
 pub mod format;
+pub mod glob;
+pub mod output;
 pub mod reader;
 pub mod sink;
 pub mod supervision;

@@ -322,7 +322,7 @@ fn check_id(flag: &'static str, value: &str) -> Result<(), LogsError> {
     }
 }
 
-pub use crate::runtime::path::glob_match;
+pub use super::glob::glob_match;
 
 /// Runs `sparkyard logs`. With `--follow` this only returns on an error
 /// (typically a closed output pipe); the process is expected to be

@@ -29,11 +29,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-
-use crate::runtime::clock::Clock;
 
 /// File name of a container's structured log.
 pub const CONTAINER_LOG_FILE: &str = "sparkyard.jsonl";
@@ -66,6 +64,10 @@ const KEPT_CLOSED: usize = 4096;
 /// Flusher ticks between two idle scans (one a second).
 const SCAN_EVERY_TICKS: u64 = 10;
 
+/// Where a sink takes the wall time of its records from: the cluster's clock, handed in by
+/// the runtime that owns both (so the logs layer needs no clock of its own).
+pub type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
 /// One cluster's log destination.
 ///
 /// Records are appended to buffered files (one system call per 64 KiB, not per record,
@@ -76,7 +78,7 @@ pub struct LogSink {
     /// Unique in the process (the thread-local file cache tells sinks apart by it).
     id: usize,
     dir: Option<PathBuf>,
-    clock: Clock,
+    wall: WallClock,
     /// The open files (and those that failed and wait for a retry), by [`file_key`].
     files: Mutex<HashMap<String, Arc<LogFile>>>,
     /// Containers whose files were closed because they ended, most recent last (at most
@@ -234,12 +236,12 @@ fn owner(app: &str, container: &str) -> String {
 
 impl LogSink {
     /// A sink writing under `dir` (if any) and keeping records in memory if `capture`.
-    pub fn new(dir: Option<PathBuf>, capture: bool, clock: Clock) -> LogSink {
+    pub fn new(dir: Option<PathBuf>, capture: bool, wall: WallClock) -> LogSink {
         static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         LogSink {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             dir,
-            clock,
+            wall,
             files: Mutex::new(HashMap::new()),
             closed: Mutex::new(ClosedOwners::default()),
             tick: AtomicU64::new(0),
@@ -281,9 +283,10 @@ impl LogSink {
         self.dir.as_deref()
     }
 
-    /// The clock whose wall time stamps this cluster's records.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
+    /// The wall time that stamps this cluster's records now (its clock's: a paused clock's
+    /// time in tests).
+    pub fn wall(&self) -> SystemTime {
+        (self.wall)()
     }
 
     /// How many records (and lines of output) could not be written so far.
@@ -689,7 +692,7 @@ mod tests {
     use super::*;
 
     fn sink(dir: &Path) -> LogSink {
-        LogSink::new(Some(dir.to_path_buf()), false, Clock::real())
+        LogSink::new(Some(dir.to_path_buf()), false, Arc::new(SystemTime::now))
     }
 
     fn record(sink: &LogSink, app: &str, container: &str, line: &str) {

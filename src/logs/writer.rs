@@ -304,7 +304,7 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
             .and_then(sink::sink_for);
         let ts = cluster_sink
             .as_ref()
-            .map(|s| s.clock().wall())
+            .map(|s| s.wall())
             .unwrap_or_else(SystemTime::now);
         let actor = routing_id(&fields, ctx_ref, "actor");
         let console = self.console != Console::Off && self.console_shows(level, actor);

@@ -1,7 +1,7 @@
-//! Messaging between actors: endpoint refs by path (local now; the same refs will carry
-//! typed messages over TCP), ask with a time-out, partitions applied on the way.
+//! Messaging between actors, rpc layer (above the runtime, below YARN): the TCP transport,
+//! generic over the protocol it carries ([`tcp`]), and the endpoint refs by path the runtime
+//! defines (re-exported here: a ref resolves through the runtime's registry and fault
+//! routes, so it lives with them).
 
-pub mod endpoint;
-
-pub use endpoint::{AskError, EndpointRef};
+pub use crate::runtime::endpoint::{AskError, EndpointRef};
 pub mod tcp;

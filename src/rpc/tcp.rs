@@ -1,12 +1,16 @@
-//! The TCP transport of YARN's ApplicationClientProtocol between `sparkyard submit` and a
+//! One TCP transport for any request/response protocol: framing, greeting, limits and
+//! time-outs written once. Rpc layer: above the runtime, below YARN; it knows no protocol.
+//! A [`Protocol`] names its request and response types (serde) and how errors and records
+//! name its server, its requests and the configuration keys of its limits; today it carries
+//! YARN's client protocol (`yarn::protocol::ClientProtocol`) between `sparkyard submit` and a
 //! running `sparkyard node`.
 //!
 //! # Wire format
 //!
 //! A connection opens with a greeting from each side: the four bytes [`MAGIC`] followed by one
-//! byte of [`PROTOCOL_VERSION`]. Both sides send theirs at once and check the other's, so a
-//! client that reached something other than a sparkyard ResourceManager, or one of another
-//! version, says so instead of timing out.
+//! byte of the protocol's [`Protocol::VERSION`]. Both sides send theirs at once and check the
+//! other's, so a client that reached something other than a sparkyard server of its
+//! protocol, or one of another version, says so instead of timing out.
 //!
 //! After the greeting every message is a frame: a `u32` big-endian length followed by that
 //! many bytes of rmp-serde body (compact form, as `rmp_serde::to_vec` writes it). The client
@@ -16,8 +20,8 @@
 //! # Server
 //!
 //! [`serve`] accepts connections until its stop signal flips. It runs on the current thread
-//! (inside the actix system: the handler forwards each request to the ResourceManager actor
-//! and is not `Send`). Per connection, a reader loop decodes requests and runs each through
+//! (inside the actix system: the handler forwards each request to an actor and need not be
+//! `Send`). Per connection, a reader loop decodes requests and runs each through
 //! the handler as a local task, so a slow request (a long-polling application report) does
 //! not hold up the others; answers go through a bounded queue to a writer that owns the
 //! socket's write half. The reader stops reading while [`MAX_IN_FLIGHT`] requests are
@@ -40,6 +44,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::marker::PhantomData;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -52,8 +57,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
-
-use crate::yarn::protocol::{ClientRequest, ClientResponse};
 
 /// The largest frame body either side sends or accepts.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -70,13 +73,6 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first four bytes each side sends.
 pub const MAGIC: [u8; 4] = *b"SPKY";
 
-/// The version of this protocol, sent after [`MAGIC`]; both sides must send the same one.
-/// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`).
-pub const PROTOCOL_VERSION: u8 = 2;
-
-/// [`MAGIC`] and [`PROTOCOL_VERSION`], as sent.
-pub const GREETING: [u8; 5] = [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], PROTOCOL_VERSION];
-
 /// How long the accept loop pauses after a failed accept (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -84,33 +80,85 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// large length prefix costs no memory until its bytes come.
 const INITIAL_BODY_CAPACITY: usize = 8 << 10;
 
+/// A conversation the transport carries: its messages, and how the transport's errors and
+/// records name its server, its requests and the keys its server's limits come from.
+pub trait Protocol: 'static {
+    /// What a client sends.
+    type Request: Serialize + DeserializeOwned + 'static;
+    /// What the server answers.
+    type Response: Serialize + DeserializeOwned + 'static;
+    /// The version sent after [`MAGIC`]; both sides must send the same one.
+    const VERSION: u8;
+    /// [`MAGIC`] and [`Self::VERSION`], as sent.
+    const GREETING: [u8; 5] = [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], Self::VERSION];
+    /// What serves it, as a client's errors name it ("ResourceManager").
+    const SERVER: &'static str;
+    /// What a client that cannot connect should check ("is 'sparkyard node' running?").
+    const CONNECT_HINT: &'static str;
+    /// The protocol as the server's records name it ("client protocol").
+    const NAME: &'static str;
+    /// The configuration keys of the server's limits, named when a connection hits one.
+    const LIMIT_KEYS: LimitKeys;
+    /// A request's name in records and errors.
+    fn request_name(request: &Self::Request) -> &'static str;
+    /// The answer sent in place of one that cannot be sent (over the frame limit).
+    fn failure(reason: String) -> Self::Response;
+}
+
+/// The configuration keys of a server's [`ServerLimits`] (see [`Protocol::LIMIT_KEYS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitKeys {
+    pub idle_timeout: &'static str,
+    pub max_frame: &'static str,
+    pub max_buffered: &'static str,
+}
+
 /// A request from the client, with the id its answer will carry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RequestFrame {
+pub struct RequestFrame<Req> {
     pub id: u64,
-    pub request: ClientRequest,
+    pub request: Req,
 }
 
 /// The server's answer to the request with the same id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ResponseFrame {
+pub struct ResponseFrame<Resp> {
     pub id: u64,
-    pub response: ClientResponse,
+    pub response: Resp,
 }
 
 /// The answer the server's handler produces for one request.
-pub type ResponseFuture = Pin<Box<dyn Future<Output = ClientResponse>>>;
+pub type ResponseFuture<P> = Pin<Box<dyn Future<Output = <P as Protocol>::Response>>>;
 
-/// What the server calls for each request (on the server's thread; it need not be `Send`).
-pub type RequestHandler = Rc<dyn Fn(ClientRequest) -> ResponseFuture>;
+/// What the server calls for each request (on the server's thread; it need not be `Send`);
+/// cheap to clone.
+pub struct RequestHandler<P: Protocol>(Rc<dyn Fn(P::Request) -> ResponseFuture<P>>);
+
+impl<P: Protocol> Clone for RequestHandler<P> {
+    fn clone(&self) -> Self {
+        RequestHandler(self.0.clone())
+    }
+}
+
+impl<P: Protocol> RequestHandler<P> {
+    /// A handler answering each request with the future `f` returns.
+    pub fn new(f: impl Fn(P::Request) -> ResponseFuture<P> + 'static) -> RequestHandler<P> {
+        RequestHandler(Rc::new(f))
+    }
+
+    fn call(&self, request: P::Request) -> ResponseFuture<P> {
+        (self.0)(request)
+    }
+}
 
 /// Wraps an async closure as a [`RequestHandler`].
-pub fn handler_fn<F, Fut>(f: F) -> RequestHandler
+pub fn handler_fn<P, F, Fut>(f: F) -> RequestHandler<P>
 where
-    F: Fn(ClientRequest) -> Fut + 'static,
-    Fut: Future<Output = ClientResponse> + 'static,
+    P: Protocol,
+    F: Fn(P::Request) -> Fut + 'static,
+    Fut: Future<Output = P::Response> + 'static,
 {
-    Rc::new(move |request| Box::pin(f(request)) as ResponseFuture)
+    RequestHandler::new(move |request| Box::pin(f(request)) as ResponseFuture<P>)
 }
 
 // ------------------------------------------------------------------ errors
@@ -162,37 +210,75 @@ impl std::error::Error for FrameError {
     }
 }
 
-/// Why a client connection or call failed. Each names the address it was given.
+/// The server a client connection talks to, as its errors name it: "the ResourceManager at
+/// 127.0.0.1:8032".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// The address the connection was opened with.
+    pub addr: String,
+    /// What serves the protocol ([`Protocol::SERVER`]).
+    pub server: &'static str,
+    /// What to check when it cannot be reached ([`Protocol::CONNECT_HINT`]).
+    pub hint: &'static str,
+}
+
+impl Peer {
+    fn of<P: Protocol>(addr: &str) -> Peer {
+        Peer {
+            addr: addr.to_string(),
+            server: P::SERVER,
+            hint: P::CONNECT_HINT,
+        }
+    }
+
+    /// " (hint)", or nothing when the protocol gives none.
+    fn hint(&self) -> String {
+        if self.hint.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.hint)
+        }
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the {} at {}", self.server, self.addr)
+    }
+}
+
+/// Why a client connection or call failed. Each names the server and the address it was
+/// given.
 #[derive(Debug)]
 pub enum TransportError {
     /// The TCP connection could not be opened.
-    Connect { addr: String, source: io::Error },
+    Connect { peer: Peer, source: io::Error },
     /// The TCP connection did not open within the time limit.
-    ConnectTimeout { addr: String, after: Duration },
-    /// The peer is not a sparkyard ResourceManager, speaks another protocol version, or did not
-    /// greet in time.
-    Handshake { addr: String, reason: String },
+    ConnectTimeout { peer: Peer, after: Duration },
+    /// The peer is not a sparkyard server of the protocol, speaks another protocol version,
+    /// or did not greet in time.
+    Handshake { peer: Peer, reason: String },
     /// No answer to a call within its time limit.
     Timeout {
-        addr: String,
+        peer: Peer,
         request: &'static str,
         after: Duration,
     },
-    /// The ResourceManager closed the connection.
-    Closed { addr: String },
+    /// The server closed the connection.
+    Closed { peer: Peer },
     /// Reading from or writing to the connection failed.
-    Io { addr: String, source: io::Error },
-    /// A frame from the ResourceManager could not be decoded or is over the limit.
-    Malformed { addr: String, reason: String },
+    Io { peer: Peer, source: io::Error },
+    /// A frame from the server could not be decoded or is over the limit.
+    Malformed { peer: Peer, reason: String },
     /// An answer carried an id other than the pending request's (or an earlier one's).
     UnexpectedResponse {
-        addr: String,
+        peer: Peer,
         expected: u64,
         received: u64,
     },
     /// An earlier failure (or a call abandoned while its request was being written) left the
     /// connection unusable.
-    Unusable { addr: String, reason: String },
+    Unusable { peer: Peer, reason: String },
     /// A value could not be encoded as a frame.
     Encode(String),
     /// An encoded frame would be over [`MAX_FRAME_BYTES`].
@@ -202,38 +288,36 @@ pub enum TransportError {
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TransportError::Connect { addr, source } => write!(
-                f,
-                "cannot connect to the ResourceManager at {addr}: {} (is 'sparkyard node' running?)",
-                io_text(source)
-            ),
-            TransportError::ConnectTimeout { addr, after } => write!(
-                f,
-                "cannot connect to the ResourceManager at {addr} within {after:?} (is 'sparkyard node' running?)"
-            ),
-            TransportError::Handshake { addr, reason } => {
-                write!(f, "cannot talk to the ResourceManager at {addr}: {reason}")
+            TransportError::Connect { peer, source } => {
+                write!(f, "cannot connect to {peer}: {}{}", io_text(source), peer.hint())
             }
-            TransportError::Timeout { addr, request, after } => {
-                write!(f, "no answer from the ResourceManager at {addr} to {request} within {after:?}")
+            TransportError::ConnectTimeout { peer, after } => {
+                write!(f, "cannot connect to {peer} within {after:?}{}", peer.hint())
             }
-            TransportError::Closed { addr } => write!(f, "the ResourceManager at {addr} closed the connection"),
-            TransportError::Io { addr, source } => {
-                write!(f, "lost the connection to the ResourceManager at {addr}: {}", io_text(source))
+            TransportError::Handshake { peer, reason } => {
+                write!(f, "cannot talk to {peer}: {reason}")
             }
-            TransportError::Malformed { addr, reason } => write!(f, "malformed frame from {addr}: {reason}"),
+            TransportError::Timeout { peer, request, after } => {
+                write!(f, "no answer from {peer} to {request} within {after:?}")
+            }
+            TransportError::Closed { peer } => write!(f, "{peer} closed the connection"),
+            TransportError::Io { peer, source } => {
+                write!(f, "lost the connection to {peer}: {}", io_text(source))
+            }
+            TransportError::Malformed { peer, reason } => {
+                write!(f, "malformed frame from {}: {reason}", peer.addr)
+            }
             TransportError::UnexpectedResponse {
-                addr,
+                peer,
                 expected,
                 received,
             } => write!(
                 f,
-                "the ResourceManager at {addr} answered request {received} while request {expected} was pending"
+                "{peer} answered request {received} while request {expected} was pending"
             ),
-            TransportError::Unusable { addr, reason } => write!(
-                f,
-                "the connection to the ResourceManager at {addr} cannot be used any more: {reason}"
-            ),
+            TransportError::Unusable { peer, reason } => {
+                write!(f, "the connection to {peer} cannot be used any more: {reason}")
+            }
             TransportError::Encode(reason) => write!(f, "cannot encode a frame: {reason}"),
             TransportError::TooLarge { len, max } => {
                 write!(f, "a frame of {len} bytes is over the limit of {max} bytes")
@@ -353,17 +437,18 @@ async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> io::Resul
     Ok(filled)
 }
 
-/// Checks the peer's greeting; the error says what the peer is instead.
-fn check_greeting(received: &[u8; 5], what: &str) -> Result<(), String> {
+/// Checks the peer's greeting against this side's `version`; the error says what the peer
+/// is instead.
+fn check_greeting(received: &[u8; 5], what: &str, version: u8) -> Result<(), String> {
     if received[..4] != MAGIC {
         return Err(format!(
             "it is not a sparkyard {what} (it sent \"{}\")",
             received.escape_ascii()
         ));
     }
-    if received[4] != PROTOCOL_VERSION {
+    if received[4] != version {
         return Err(format!(
-            "it speaks protocol version {} and this side speaks version {PROTOCOL_VERSION}",
+            "it speaks protocol version {} and this side speaks version {version}",
             received[4]
         ));
     }
@@ -372,9 +457,10 @@ fn check_greeting(received: &[u8; 5], what: &str) -> Result<(), String> {
 
 // ------------------------------------------------------------------ server
 
-/// The client port's bounds: how many connections it holds, how long one may sit idle, how
-/// large a request frame may be and how many bytes of frames in progress it holds across all
-/// its connections. The node reads them from `yarn.sparkyard.client-port.*`; tests shrink
+/// A server's bounds: how many connections it holds, how long one may sit idle, how large a
+/// request frame may be and how many bytes of frames in progress it holds across all its
+/// connections. Whoever serves a protocol reads them from its configuration (the node's
+/// client port from `yarn.sparkyard.client-port.*`, the keys its errors name); tests shrink
 /// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerLimits {
@@ -388,7 +474,8 @@ pub struct ServerLimits {
     pub idle_timeout: Duration,
     /// The largest request frame body accepted.
     pub max_frame: usize,
-    /// The largest answer frame body sent (an answer over it becomes a `Failed` answer).
+    /// The largest answer frame body sent (an answer over it becomes the protocol's
+    /// [`Protocol::failure`]).
     pub max_answer: usize,
     /// Bytes of frames in progress the port holds across all its connections, beyond the
     /// [`SMALL_FRAME_BYTES`] each connection may always hold.
@@ -439,13 +526,17 @@ impl ServerLimits {
     }
 }
 
-/// Serves the client protocol on `listener` with the default limits until `stop` turns true
-/// (or its sender is dropped), then closes the listener and every open connection. Each
-/// request goes through `handler`; its answer goes back with the request's id.
+/// Serves protocol `P` on `listener` with the default limits until `stop` turns true (or its
+/// sender is dropped), then closes the listener and every open connection. Each request goes
+/// through `handler`; its answer goes back with the request's id.
 ///
 /// Runs on the current thread: call it inside the actix system (or another `LocalSet`).
-pub async fn serve(listener: TcpListener, handler: RequestHandler, stop: watch::Receiver<bool>) {
-    serve_limited(listener, handler, stop, ServerLimits::default()).await
+pub async fn serve<P: Protocol>(
+    listener: TcpListener,
+    handler: RequestHandler<P>,
+    stop: watch::Receiver<bool>,
+) {
+    serve_limited::<P>(listener, handler, stop, ServerLimits::default()).await
 }
 
 /// One open connection as the accept loop sees it (to choose whom to close at the limit).
@@ -549,14 +640,14 @@ impl Port {
 }
 
 /// [`serve`] within `limits`.
-pub async fn serve_limited(
+pub async fn serve_limited<P: Protocol>(
     listener: TcpListener,
-    handler: RequestHandler,
+    handler: RequestHandler<P>,
     mut stop: watch::Receiver<bool>,
     limits: ServerLimits,
 ) {
     let local = listener.local_addr().ok();
-    tracing::debug!(event = "serving", addr = ?local, "serving the client protocol");
+    tracing::debug!(event = "serving", addr = ?local, "serving the {}", P::NAME);
     let port = Rc::new(Port::default());
     let mut connections = JoinSet::new();
     loop {
@@ -602,7 +693,7 @@ pub async fn serve_limited(
                     });
                     port.slots.borrow_mut().push(slot.clone());
                     let registered = Registered { port: port.clone(), slot };
-                    connections.spawn_local(serve_connection(stream, registered, handler.clone(), limits));
+                    connections.spawn_local(serve_connection::<P>(stream, registered, handler.clone(), limits));
                 }
                 Err(e) => {
                     tracing::warn!(event = "accept_failed", error = %e, "cannot accept a connection");
@@ -616,7 +707,8 @@ pub async fn serve_limited(
         event = "stopped",
         addr = ?local,
         open_connections = connections.len(),
-        "stopped serving the client protocol"
+        "stopped serving the {}",
+        P::NAME
     );
     connections.shutdown().await;
 }
@@ -640,10 +732,10 @@ enum End {
     Failed(String),
 }
 
-async fn serve_connection(
+async fn serve_connection<P: Protocol>(
     mut stream: TcpStream,
     registered: Registered,
-    handler: RequestHandler,
+    handler: RequestHandler<P>,
     limits: ServerLimits,
 ) {
     let peer = registered.slot.peer;
@@ -661,9 +753,11 @@ async fn serve_connection(
         frame_started: None,
         registered: &registered,
         limits,
+        keys: P::LIMIT_KEYS,
+        greeting: P::GREETING,
     };
     let end = tokio::select! {
-        end = reader.run(&handler, queue) => end,
+        end = reader.run::<P>(&handler, queue) => end,
         written = &mut writer => End::Failed(match written {
             Ok(()) => "the answer queue closed".to_string(),
             Err(e) => format!("cannot write to the client: {}", io_text(&e)),
@@ -697,6 +791,10 @@ struct ConnectionReader<'a, R> {
     frame_started: Option<Instant>,
     registered: &'a Registered,
     limits: ServerLimits,
+    /// The keys of `limits`, named when the connection hits one.
+    keys: LimitKeys,
+    /// The protocol's greeting.
+    greeting: [u8; 5],
 }
 
 impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
@@ -707,9 +805,9 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
     /// Greets, then reads requests and answers each in its own local task until the stream
     /// ends, fails, stays idle or is evicted. Returning drops the unfinished tasks, which
     /// cancels them.
-    async fn run(&mut self, handler: &RequestHandler, queue: mpsc::Sender<Vec<u8>>) -> End {
+    async fn run<P: Protocol>(&mut self, handler: &RequestHandler<P>, queue: mpsc::Sender<Vec<u8>>) -> End {
         self.slot().unsent.set(self.slot().unsent.get() + 1);
-        if queue.send(GREETING.to_vec()).await.is_err() {
+        if queue.send(self.greeting.to_vec()).await.is_err() {
             return End::Failed("the answer queue closed".to_string());
         }
         if let Some(end) = self.greeting().await {
@@ -725,7 +823,7 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
                 }
                 match self.take_frame() {
                     Ok(Some(frame)) => {
-                        in_flight.spawn_local(answer(
+                        in_flight.spawn_local(answer::<P>(
                             frame,
                             handler.clone(),
                             queue.clone(),
@@ -798,7 +896,9 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
             Ok(Ok(0)) => Some(End::PeerClosed),
             Ok(Ok(5)) => {
                 self.slot().touch();
-                check_greeting(&greeting, "client").err().map(End::Failed)
+                check_greeting(&greeting, "client", self.greeting[4])
+                    .err()
+                    .map(End::Failed)
             }
             Ok(Ok(n)) => Some(End::Failed(format!(
                 "the stream ended after {n} bytes of the greeting"
@@ -813,11 +913,11 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
         };
         body_len(*prefix, self.limits.max_frame)
             .map(Some)
-            .map_err(|e| format!("{e} (yarn.sparkyard.client-port.max-frame-size)"))
+            .map_err(|e| format!("{e} ({})", self.keys.max_frame))
     }
 
     /// Takes a whole request off the front of the buffer, if there is one.
-    fn take_frame(&mut self) -> Result<Option<RequestFrame>, String> {
+    fn take_frame<T: DeserializeOwned>(&mut self) -> Result<Option<T>, String> {
         let Some(len) = self.frame_len()? else {
             return Ok(None);
         };
@@ -845,9 +945,10 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
                 let total = 4 + len;
                 if total > SMALL_FRAME_BYTES && self.reservation.is_none() {
                     let port = &self.registered.port;
+                    let key = self.keys.max_buffered;
                     self.reservation = Some(
                         port.reserve(total, self.limits.max_buffered)
-                            .map_err(|e| format!("{e} (yarn.sparkyard.client-port.max-buffered-bytes)"))?,
+                            .map_err(|e| format!("{e} ({key})"))?,
                     );
                 }
                 total
@@ -878,17 +979,16 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
     fn timed_out(&self) -> End {
         let idle = humantime::format_duration(self.limits.idle_timeout);
         if self.buf.is_empty() {
-            return End::Closed(format!(
-                "idle for {idle} (yarn.sparkyard.client-port.idle-timeout)"
-            ));
+            return End::Closed(format!("idle for {idle} ({})", self.keys.idle_timeout));
         }
         let expected = match self.frame_len() {
             Ok(Some(len)) => format!("{} bytes", 4 + len),
             _ => "a length prefix".to_string(),
         };
         End::Failed(format!(
-            "a frame did not arrive within {idle} of its first byte ({} of {expected}; yarn.sparkyard.client-port.idle-timeout)",
-            self.buf.len()
+            "a frame did not arrive within {idle} of its first byte ({} of {expected}; {})",
+            self.buf.len(),
+            self.keys.idle_timeout
         ))
     }
 
@@ -918,22 +1018,22 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 /// Runs one request through the handler and queues its answer.
-async fn answer(
-    frame: RequestFrame,
-    handler: RequestHandler,
+async fn answer<P: Protocol>(
+    frame: RequestFrame<P::Request>,
+    handler: RequestHandler<P>,
     queue: mpsc::Sender<Vec<u8>>,
     slot: Rc<Slot>,
     max_frame: usize,
 ) {
     let peer = slot.peer;
     let RequestFrame { id, request } = frame;
-    let name = request.name();
-    let response = handler(request).await;
+    let name = P::request_name(&request);
+    let response = handler.call(request).await;
     let encoded = match encode_frame_within(&ResponseFrame { id, response }, max_frame) {
         Ok(encoded) => encoded,
         Err(e) => {
             tracing::warn!(event = "answer_not_sent", %peer, request = name, id, error = %e, "cannot send an answer");
-            let failed = ClientResponse::Failed(format!("the answer to {name} cannot be sent: {e}"));
+            let failed = P::failure(format!("the answer to {name} cannot be sent: {e}"));
             match encode_frame_within(&ResponseFrame { id, response: failed }, max_frame) {
                 Ok(encoded) => encoded,
                 Err(_) => return,
@@ -989,9 +1089,9 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 
 // ------------------------------------------------------------------ client
 
-/// A client's connection to a ResourceManager: one call at a time.
-pub struct ClientConnection {
-    addr: String,
+/// A client's connection to a server of protocol `P`: one call at a time.
+pub struct ClientConnection<P: Protocol> {
+    peer: Peer,
     stream: TcpStream,
     next_id: u64,
     /// Bytes read but not yet taken as frames (kept across calls, so reading is safe to
@@ -1000,12 +1100,13 @@ pub struct ClientConnection {
     /// Why the connection cannot be used any more. Set while a request is being written, so a
     /// call abandoned mid-write leaves it set.
     broken: Option<String>,
+    _protocol: PhantomData<fn() -> P>,
 }
 
-impl fmt::Debug for ClientConnection {
+impl<P: Protocol> fmt::Debug for ClientConnection<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientConnection")
-            .field("addr", &self.addr)
+            .field("addr", &self.peer.addr)
             .field("next_id", &self.next_id)
             .field("broken", &self.broken)
             .finish_non_exhaustive()
@@ -1014,42 +1115,33 @@ impl fmt::Debug for ClientConnection {
 
 const INTERRUPTED_WRITE: &str = "an earlier call was abandoned while its request was being sent";
 
-impl ClientConnection {
-    /// Connects to the ResourceManager at `addr` (`host:port`) and exchanges greetings, all
+impl<P: Protocol> ClientConnection<P> {
+    /// Connects to the server of `P` at `addr` (`host:port`) and exchanges greetings, all
     /// within `timeout`.
-    pub async fn connect(addr: &str, timeout: Duration) -> Result<ClientConnection, TransportError> {
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<ClientConnection<P>, TransportError> {
         let deadline = Instant::now() + timeout;
+        let peer = Peer::of::<P>(addr);
         let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
-            Err(_) => {
-                return Err(TransportError::ConnectTimeout {
-                    addr: addr.to_string(),
-                    after: timeout,
-                })
-            }
-            Ok(Err(source)) => {
-                return Err(TransportError::Connect {
-                    addr: addr.to_string(),
-                    source,
-                })
-            }
+            Err(_) => return Err(TransportError::ConnectTimeout { peer, after: timeout }),
+            Ok(Err(source)) => return Err(TransportError::Connect { peer, source }),
             Ok(Ok(stream)) => stream,
         };
-        stream.set_nodelay(true).map_err(|source| TransportError::Io {
-            addr: addr.to_string(),
-            source,
-        })?;
+        if let Err(source) = stream.set_nodelay(true) {
+            return Err(TransportError::Io { peer, source });
+        }
         let mut connection = ClientConnection {
-            addr: addr.to_string(),
+            peer,
             stream,
             next_id: 1,
             received: Vec::new(),
             broken: None,
+            _protocol: PhantomData,
         };
         match tokio::time::timeout_at(deadline, connection.greet()).await {
             Ok(result) => result?,
             Err(_) => {
                 return Err(TransportError::Handshake {
-                    addr: connection.addr,
+                    peer: connection.peer,
                     reason: format!("no greeting within {timeout:?}"),
                 })
             }
@@ -1059,7 +1151,7 @@ impl ClientConnection {
 
     /// The address this connection was opened with.
     pub fn addr(&self) -> &str {
-        &self.addr
+        &self.peer.addr
     }
 
     async fn greet(&mut self) -> Result<(), TransportError> {
@@ -1070,10 +1162,10 @@ impl ClientConnection {
                 io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
             )
         };
-        if let Err(e) = self.stream.write_all(&GREETING).await {
+        if let Err(e) = self.stream.write_all(&P::GREETING).await {
             return Err(if refused(&e) {
                 TransportError::Handshake {
-                    addr: self.addr.clone(),
+                    peer: self.peer.clone(),
                     reason: closed.to_string(),
                 }
             } else {
@@ -1089,10 +1181,10 @@ impl ClientConnection {
         let checked = if received < greeting.len() {
             Err(closed.to_string())
         } else {
-            check_greeting(&greeting, "ResourceManager")
+            check_greeting(&greeting, P::SERVER, P::VERSION)
         };
         checked.map_err(|reason| TransportError::Handshake {
-            addr: self.addr.clone(),
+            peer: self.peer.clone(),
             reason,
         })
     }
@@ -1101,27 +1193,31 @@ impl ClientConnection {
     /// time-out (or an encoding error) the connection refuses further calls.
     pub async fn call(
         &mut self,
-        request: ClientRequest,
+        request: P::Request,
         timeout: Duration,
-    ) -> Result<ClientResponse, TransportError> {
+    ) -> Result<P::Response, TransportError> {
         if let Some(reason) = &self.broken {
             return Err(TransportError::Unusable {
-                addr: self.addr.clone(),
+                peer: self.peer.clone(),
                 reason: reason.clone(),
             });
         }
         if self.closed_by_peer() {
             // The server closes connections left idle (or makes room at its connection
             // limit) before any request of ours was sent: connect again, quietly.
-            tracing::debug!(addr = %self.addr, "the ResourceManager closed the idle connection; connecting again");
-            let fresh = ClientConnection::connect(&self.addr, timeout).await?;
+            tracing::debug!(
+                addr = %self.peer.addr,
+                "the {} closed the idle connection; connecting again",
+                P::SERVER
+            );
+            let fresh = ClientConnection::connect(&self.peer.addr, timeout).await?;
             let next_id = self.next_id;
             *self = fresh;
             self.next_id = next_id;
         }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
-        let name = request.name();
+        let name = P::request_name(&request);
         let frame = encode_frame(&RequestFrame { id, request })?;
         match tokio::time::timeout(timeout, self.exchange(id, &frame)).await {
             Ok(Ok(response)) => Ok(response),
@@ -1130,7 +1226,7 @@ impl ClientConnection {
                 Err(e)
             }
             Err(_) => Err(TransportError::Timeout {
-                addr: self.addr.clone(),
+                peer: self.peer.clone(),
                 request: name,
                 after: timeout,
             }),
@@ -1152,21 +1248,21 @@ impl ClientConnection {
         }
     }
 
-    async fn exchange(&mut self, id: u64, frame: &[u8]) -> Result<ClientResponse, TransportError> {
+    async fn exchange(&mut self, id: u64, frame: &[u8]) -> Result<P::Response, TransportError> {
         self.broken = Some(INTERRUPTED_WRITE.to_string());
         self.stream.write_all(frame).await.map_err(|e| self.io_error(e))?;
         self.broken = None;
         loop {
-            let answer: ResponseFrame = self.next_frame().await?;
+            let answer: ResponseFrame<P::Response> = self.next_frame().await?;
             if answer.id == id {
                 return Ok(answer.response);
             }
             if answer.id < id {
-                tracing::debug!(addr = %self.addr, id = answer.id, "skipped the late answer to an abandoned call");
+                tracing::debug!(addr = %self.peer.addr, id = answer.id, "skipped the late answer to an abandoned call");
                 continue;
             }
             return Err(TransportError::UnexpectedResponse {
-                addr: self.addr.clone(),
+                peer: self.peer.clone(),
                 expected: id,
                 received: answer.id,
             });
@@ -1181,7 +1277,7 @@ impl ClientConnection {
                 Ok(None) => self.missing_bytes(),
                 Err(e) => {
                     return Err(TransportError::Malformed {
-                        addr: self.addr.clone(),
+                        peer: self.peer.clone(),
                         reason: e.to_string(),
                     })
                 }
@@ -1191,7 +1287,7 @@ impl ClientConnection {
             match self.stream.read_buf(&mut self.received).await {
                 Ok(0) => {
                     return Err(TransportError::Closed {
-                        addr: self.addr.clone(),
+                        peer: self.peer.clone(),
                     })
                 }
                 Ok(_) => {}
@@ -1225,7 +1321,7 @@ impl ClientConnection {
 
     fn io_error(&self, source: io::Error) -> TransportError {
         TransportError::Io {
-            addr: self.addr.clone(),
+            peer: self.peer.clone(),
             source,
         }
     }
@@ -1233,8 +1329,10 @@ impl ClientConnection {
 
 // ------------------------------------------------------------------ tests
 
+/// What the transport's tests and the tests of the protocols it carries share: a log
+/// capture, a server on a free port with a handler the test controls, raw connections.
 #[cfg(test)]
-mod tests {
+pub mod testkit {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
@@ -1245,15 +1343,10 @@ mod tests {
     use tracing::{Event, Level, Metadata};
 
     use super::*;
-    use crate::yarn::protocol::{
-        GetApplicationReport, GetClusterNodes, GetContainerOutput, GetNewApplication, NewApplication,
-        YarnError,
-    };
-    use crate::yarn::records::{ApplicationAttemptId, ApplicationId, ContainerId, NodeReport, Resource};
 
-    const WAIT: Duration = Duration::from_secs(5);
+    pub const WAIT: Duration = Duration::from_secs(5);
 
-    async fn within<F: Future>(what: &str, f: F) -> F::Output {
+    pub async fn within<F: Future>(what: &str, f: F) -> F::Output {
         match tokio::time::timeout(WAIT, f).await {
             Ok(out) => out,
             Err(_) => panic!("timed out: {what}"),
@@ -1262,10 +1355,10 @@ mod tests {
 
     // ---- log capture: a minimal subscriber that keeps every event's level and fields.
 
-    type Records = Arc<Mutex<Vec<(Level, BTreeMap<String, String>)>>>;
+    pub type Records = Arc<Mutex<Vec<(Level, BTreeMap<String, String>)>>>;
 
     #[derive(Clone, Default)]
-    struct Capture(Records);
+    pub struct Capture(pub Records);
 
     struct Fields<'a>(&'a mut BTreeMap<String, String>);
 
@@ -1301,13 +1394,13 @@ mod tests {
 
     impl Capture {
         /// Waits for a `connection_closed` warning whose reason contains `text`.
-        async fn closed_warning(&self, text: &str) -> BTreeMap<String, String> {
+        pub async fn closed_warning(&self, text: &str) -> BTreeMap<String, String> {
             self.record(Level::WARN, "connection_closed", "reason", text)
                 .await
         }
 
         /// Waits for a record of `level` and `event` whose `field` contains `text`.
-        async fn record(
+        pub async fn record(
             &self,
             level: Level,
             event: &str,
@@ -1335,109 +1428,64 @@ mod tests {
         }
     }
 
-    // ---- fixtures
+    // ---- servers and connections
 
-    fn node(host: &str) -> NodeReport {
-        NodeReport {
-            host: host.to_string(),
-            rack: "/default-rack".to_string(),
-            capability: Resource::new(8192, 8),
-            used: Resource::new(1024, 1),
-            num_containers: 1,
-            state: Default::default(),
-        }
-    }
-
-    fn app(id: u32) -> ApplicationId {
-        ApplicationId {
-            cluster_timestamp: 1_700_000_000_000,
-            id,
-        }
-    }
-
-    fn container(id: u64) -> ContainerId {
-        ContainerId {
-            attempt: ApplicationAttemptId {
-                app: app(1),
-                attempt: 1,
-            },
-            id,
-        }
-    }
-
-    fn output_request(id: u64) -> ClientRequest {
-        ClientRequest::GetContainerOutput(GetContainerOutput {
-            container_id: container(id),
-        })
-    }
-
-    /// Answers cluster nodes and "application not found"; anything else fails.
-    fn fixed_handler() -> RequestHandler {
-        handler_fn(|request| async move {
-            match request {
-                ClientRequest::GetClusterNodes(_) => {
-                    ClientResponse::ClusterNodes(vec![node("n1"), node("n2")])
-                }
-                ClientRequest::GetApplicationReport(r) => {
-                    ClientResponse::ApplicationReport(Err(YarnError::ApplicationNotFound(r.app_id)))
-                }
-                other => ClientResponse::Failed(format!("unexpected {}", other.name())),
-            }
-        })
-    }
-
-    type Arrival = (ClientRequest, oneshot::Sender<ClientResponse>);
+    /// A request that reached a [`controlled_handler`], with the way to answer it.
+    pub type Arrival<P> = (
+        <P as Protocol>::Request,
+        oneshot::Sender<<P as Protocol>::Response>,
+    );
 
     /// A handler that hands every request to the test, which answers it when it likes.
-    fn controlled_handler() -> (RequestHandler, mpsc::UnboundedReceiver<Arrival>) {
+    pub fn controlled_handler<P: Protocol>() -> (RequestHandler<P>, mpsc::UnboundedReceiver<Arrival<P>>) {
         let (arrived, arrivals) = mpsc::unbounded_channel();
-        let handler = handler_fn(move |request| {
+        let handler = handler_fn::<P, _, _>(move |request| {
             let arrived = arrived.clone();
             async move {
                 let (answer, answered) = oneshot::channel();
                 let _ = arrived.send((request, answer));
                 answered
                     .await
-                    .unwrap_or_else(|_| ClientResponse::Failed("dropped by the test".to_string()))
+                    .unwrap_or_else(|_| P::failure("dropped by the test".to_string()))
             }
         });
         (handler, arrivals)
     }
 
-    struct Server {
-        addr: SocketAddr,
-        stop: watch::Sender<bool>,
-        task: tokio::task::JoinHandle<()>,
+    pub struct Server {
+        pub addr: SocketAddr,
+        pub stop: watch::Sender<bool>,
+        pub task: tokio::task::JoinHandle<()>,
     }
 
-    async fn start(handler: RequestHandler, limits: ServerLimits) -> Server {
+    pub async fn start<P: Protocol>(handler: RequestHandler<P>, limits: ServerLimits) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = watch::channel(false);
-        let task = actix_rt::spawn(serve_limited(listener, handler, stopped, limits));
+        let task = actix_rt::spawn(serve_limited::<P>(listener, handler, stopped, limits));
         Server { addr, stop, task }
     }
 
-    /// A raw connection that has exchanged greetings.
-    async fn raw_connect(addr: SocketAddr) -> TcpStream {
+    /// A raw connection that has exchanged `P`'s greetings.
+    pub async fn raw_connect<P: Protocol>(addr: SocketAddr) -> TcpStream {
         let mut stream = within("raw connect", TcpStream::connect(addr)).await.unwrap();
-        stream.write_all(&GREETING).await.unwrap();
+        stream.write_all(&P::GREETING).await.unwrap();
         let mut greeting = [0u8; 5];
         within("server greeting", stream.read_exact(&mut greeting))
             .await
             .unwrap();
-        assert_eq!(greeting, GREETING);
+        assert_eq!(greeting, P::GREETING);
         stream
     }
 
-    async fn send_request(stream: &mut TcpStream, id: u64, request: ClientRequest) {
+    pub async fn send_request<Req: Serialize>(stream: &mut TcpStream, id: u64, request: Req) {
         stream
             .write_all(&encode_frame(&RequestFrame { id, request }).unwrap())
             .await
             .unwrap();
     }
 
-    async fn read_response(stream: &mut TcpStream) -> ResponseFrame {
+    pub async fn read_response<Resp: DeserializeOwned>(stream: &mut TcpStream) -> ResponseFrame<Resp> {
         within("a response frame", read_frame(stream, MAX_FRAME_BYTES))
             .await
             .unwrap()
@@ -1445,7 +1493,7 @@ mod tests {
     }
 
     /// Waits until the server closes `stream` (end of stream or a reset), reading what comes.
-    async fn expect_closed(stream: &mut TcpStream) {
+    pub async fn expect_closed(stream: &mut TcpStream) {
         within("the server to close the connection", async {
             let mut sink = [0u8; 256];
             loop {
@@ -1457,18 +1505,89 @@ mod tests {
         })
         .await
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use tracing::Level;
+
+    use super::testkit::*;
+    use super::*;
+
+    // ---- a protocol of the tests' own: the transport knows none
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    enum Ask {
+        Nodes,
+        Report(u32),
+        Output(u64),
+    }
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    enum Answer {
+        Nodes(Vec<String>),
+        NotFound(u32),
+        Output(String),
+        Failed(String),
+    }
+
+    struct TestProtocol;
+
+    impl Protocol for TestProtocol {
+        type Request = Ask;
+        type Response = Answer;
+        const VERSION: u8 = 7;
+        const SERVER: &'static str = "test server";
+        const CONNECT_HINT: &'static str = "is the test server up?";
+        const NAME: &'static str = "test protocol";
+        const LIMIT_KEYS: LimitKeys = LimitKeys {
+            idle_timeout: "test.idle-timeout",
+            max_frame: "test.max-frame",
+            max_buffered: "test.max-buffered",
+        };
+
+        fn request_name(request: &Ask) -> &'static str {
+            match request {
+                Ask::Nodes => "Nodes",
+                Ask::Report(_) => "Report",
+                Ask::Output(_) => "Output",
+            }
+        }
+
+        fn failure(reason: String) -> Answer {
+            Answer::Failed(reason)
+        }
+    }
+
+    type T = TestProtocol;
+    const GREETING: [u8; 5] = T::GREETING;
+
+    fn nodes() -> Answer {
+        Answer::Nodes(vec!["n1".to_string(), "n2".to_string()])
+    }
+
+    /// Answers nodes and "not found"; anything else fails.
+    fn fixed_handler() -> RequestHandler<T> {
+        handler_fn::<T, _, _>(|request| async move {
+            match request {
+                Ask::Nodes => nodes(),
+                Ask::Report(app) => Answer::NotFound(app),
+                other => Answer::Failed(format!("unexpected {}", T::request_name(&other))),
+            }
+        })
+    }
+
+    async fn connect(addr: &str) -> ClientConnection<T> {
+        ClientConnection::<T>::connect(addr, WAIT).await.unwrap()
+    }
 
     /// A fresh client still gets answers.
     async fn assert_serving(addr: SocketAddr) {
-        let mut client = ClientConnection::connect(&addr.to_string(), WAIT).await.unwrap();
-        let response = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
-            .await
-            .unwrap();
-        assert_eq!(
-            response,
-            ClientResponse::ClusterNodes(vec![node("n1"), node("n2")])
-        );
+        let mut client = connect(&addr.to_string()).await;
+        let response = client.call(Ask::Nodes, WAIT).await.unwrap();
+        assert_eq!(response, nodes());
     }
 
     // ---- frames
@@ -1477,7 +1596,7 @@ mod tests {
     async fn frames_round_trip_and_report_each_fault() {
         let frame = RequestFrame {
             id: 42,
-            request: output_request(7),
+            request: Ask::Output(7),
         };
         let encoded = encode_frame(&frame).unwrap();
         assert_eq!(encoded[..4], ((encoded.len() - 4) as u32).to_be_bytes());
@@ -1487,15 +1606,15 @@ mod tests {
         two.extend_from_slice(&encoded);
         let mut input = &two[..];
         for _ in 0..2 {
-            let read: Option<RequestFrame> = read_frame(&mut input, MAX_FRAME_BYTES).await.unwrap();
+            let read: Option<RequestFrame<Ask>> = read_frame(&mut input, MAX_FRAME_BYTES).await.unwrap();
             assert_eq!(read, Some(frame.clone()));
         }
-        let end: Option<RequestFrame> = read_frame(&mut input, MAX_FRAME_BYTES).await.unwrap();
+        let end: Option<RequestFrame<Ask>> = read_frame(&mut input, MAX_FRAME_BYTES).await.unwrap();
         assert_eq!(end, None);
 
         async fn fault(bytes: &[u8], max: usize) -> String {
             let mut input = bytes;
-            match read_frame::<_, RequestFrame>(&mut input, max).await {
+            match read_frame::<_, RequestFrame<Ask>>(&mut input, max).await {
                 Err(e) => e.to_string(),
                 Ok(frame) => panic!("expected an error, read {frame:?}"),
             }
@@ -1546,49 +1665,34 @@ mod tests {
     async fn round_trip_through_serve_and_client() {
         let server = start(fixed_handler(), ServerLimits::default()).await;
         let addr = server.addr.to_string();
-        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
+        let mut client = connect(&addr).await;
         assert_eq!(client.addr(), addr);
 
-        let nodes = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
-            .await
-            .unwrap();
-        assert_eq!(nodes, ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]));
+        let nodes_answer = client.call(Ask::Nodes, WAIT).await.unwrap();
+        assert_eq!(nodes_answer, nodes());
 
-        let report = client
-            .call(
-                ClientRequest::GetApplicationReport(GetApplicationReport {
-                    app_id: app(9),
-                    wait: None,
-                }),
-                WAIT,
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            report,
-            ClientResponse::ApplicationReport(Err(YarnError::ApplicationNotFound(app(9))))
-        );
+        let report = client.call(Ask::Report(9), WAIT).await.unwrap();
+        assert_eq!(report, Answer::NotFound(9));
         assert_eq!(client.next_id, 3);
         server.stop.send_replace(true);
     }
 
     #[actix_rt::test]
     async fn concurrent_requests_on_one_connection_are_answered_by_id() {
-        let (handler, mut arrivals) = controlled_handler();
+        let (handler, mut arrivals) = controlled_handler::<T>();
         let server = start(handler, ServerLimits::default()).await;
-        let mut stream = raw_connect(server.addr).await;
+        let mut stream = raw_connect::<T>(server.addr).await;
         for (id, c) in [(10, 1), (11, 2), (12, 3)] {
-            send_request(&mut stream, id, output_request(c)).await;
+            send_request(&mut stream, id, Ask::Output(c)).await;
         }
         // All three reach the handler before any is answered: they run concurrently.
         let mut pending = BTreeMap::new();
         for _ in 0..3 {
             let (request, answer) = within("a request", arrivals.recv()).await.unwrap();
-            let ClientRequest::GetContainerOutput(r) = request else {
+            let Ask::Output(c) = request else {
                 panic!("unexpected {request:?}")
             };
-            pending.insert(r.container_id.id, answer);
+            pending.insert(c, answer);
         }
         // Answered out of order, each answer carries its own request's id.
         for (c, id) in [(3, 12), (1, 10), (2, 11)] {
@@ -1596,26 +1700,26 @@ mod tests {
             pending
                 .remove(&c)
                 .unwrap()
-                .send(ClientResponse::ContainerOutput(Ok(text.clone())))
+                .send(Answer::Output(text.clone()))
                 .unwrap();
-            let frame = read_response(&mut stream).await;
+            let frame = read_response::<Answer>(&mut stream).await;
             assert_eq!(frame.id, id);
-            assert_eq!(frame.response, ClientResponse::ContainerOutput(Ok(text)));
+            assert_eq!(frame.response, Answer::Output(text));
         }
         server.stop.send_replace(true);
     }
 
     #[actix_rt::test]
     async fn the_reader_waits_while_max_in_flight_requests_are_unanswered() {
-        let (handler, mut arrivals) = controlled_handler();
+        let (handler, mut arrivals) = controlled_handler::<T>();
         let limits = ServerLimits {
             max_in_flight: 4,
             ..ServerLimits::default()
         };
         let server = start(handler, limits).await;
-        let mut stream = raw_connect(server.addr).await;
+        let mut stream = raw_connect::<T>(server.addr).await;
         for id in 1..=6 {
-            send_request(&mut stream, id, output_request(id)).await;
+            send_request(&mut stream, id, Ask::Output(id)).await;
         }
         let mut held = Vec::new();
         for _ in 0..4 {
@@ -1629,12 +1733,10 @@ mod tests {
         );
 
         let (_, answer) = held.remove(0);
-        answer
-            .send(ClientResponse::ContainerOutput(Ok("one".into())))
-            .unwrap();
-        assert_eq!(read_response(&mut stream).await.id, 1);
+        answer.send(Answer::Output("one".into())).unwrap();
+        assert_eq!(read_response::<Answer>(&mut stream).await.id, 1);
         let (request, _answer) = within("the fifth request", arrivals.recv()).await.unwrap();
-        assert_eq!(request, output_request(5));
+        assert_eq!(request, Ask::Output(5));
         server.stop.send_replace(true);
     }
 
@@ -1643,21 +1745,16 @@ mod tests {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
         let server = start(fixed_handler(), ServerLimits::default()).await;
-        let mut good = ClientConnection::connect(&server.addr.to_string(), WAIT)
-            .await
-            .unwrap();
+        let mut good = connect(&server.addr.to_string()).await;
 
-        let mut bad = raw_connect(server.addr).await;
+        let mut bad = raw_connect::<T>(server.addr).await;
         bad.write_all(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]).await.unwrap();
         expect_closed(&mut bad).await;
         let fields = capture.closed_warning("malformed frame body").await;
         assert_eq!(fields.get("peer"), Some(&bad.local_addr().unwrap().to_string()));
 
-        let nodes = good
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
-            .await
-            .unwrap();
-        assert_eq!(nodes, ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]));
+        let answer = good.call(Ask::Nodes, WAIT).await.unwrap();
+        assert_eq!(answer, nodes());
         server.stop.send_replace(true);
     }
 
@@ -1667,7 +1764,7 @@ mod tests {
         let _guard = tracing::subscriber::set_default(capture.clone());
         let server = start(fixed_handler(), ServerLimits::default()).await;
 
-        let mut body_cut = raw_connect(server.addr).await;
+        let mut body_cut = raw_connect::<T>(server.addr).await;
         body_cut
             .write_all(&[0, 0, 0, 100, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
             .await
@@ -1676,7 +1773,7 @@ mod tests {
         expect_closed(&mut body_cut).await;
         capture.closed_warning("(10 of the 100 bytes of its body)").await;
 
-        let mut prefix_cut = raw_connect(server.addr).await;
+        let mut prefix_cut = raw_connect::<T>(server.addr).await;
         prefix_cut.write_all(&[0, 0]).await.unwrap();
         prefix_cut.shutdown().await.unwrap();
         expect_closed(&mut prefix_cut).await;
@@ -1689,41 +1786,18 @@ mod tests {
     }
 
     #[actix_rt::test]
-    async fn an_oversized_length_prefix_closes_the_connection_with_its_reason() {
-        let capture = Capture::default();
-        let _guard = tracing::subscriber::set_default(capture.clone());
-        let server = start(fixed_handler(), ServerLimits::default()).await;
-
-        let max = DEFAULT_MAX_REQUEST_FRAME;
-        let mut stream = raw_connect(server.addr).await;
-        stream.write_all(&(max as u32 + 1).to_be_bytes()).await.unwrap();
-        expect_closed(&mut stream).await;
-        capture
-            .closed_warning(&format!(
-                "a frame of {} bytes is over the limit of {max} bytes (yarn.sparkyard.client-port.max-frame-size)",
-                max + 1
-            ))
-            .await;
-
-        assert_serving(server.addr).await;
-        server.stop.send_replace(true);
-    }
-
-    #[actix_rt::test]
     async fn a_clean_close_answers_the_requests_already_read() {
-        let (handler, mut arrivals) = controlled_handler();
+        let (handler, mut arrivals) = controlled_handler::<T>();
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
         let server = start(handler, ServerLimits::default()).await;
-        let mut stream = raw_connect(server.addr).await;
-        send_request(&mut stream, 1, output_request(1)).await;
+        let mut stream = raw_connect::<T>(server.addr).await;
+        send_request(&mut stream, 1, Ask::Output(1)).await;
         stream.shutdown().await.unwrap();
         let (_, answer) = within("the request", arrivals.recv()).await.unwrap();
-        answer
-            .send(ClientResponse::ContainerOutput(Ok("late".into())))
-            .unwrap();
-        assert_eq!(read_response(&mut stream).await.id, 1);
-        let end: Option<ResponseFrame> = within("end", read_frame(&mut stream, MAX_FRAME_BYTES))
+        answer.send(Answer::Output("late".into())).unwrap();
+        assert_eq!(read_response::<Answer>(&mut stream).await.id, 1);
+        let end: Option<ResponseFrame<Answer>> = within("end", read_frame(&mut stream, MAX_FRAME_BYTES))
             .await
             .unwrap();
         assert_eq!(end, None);
@@ -1739,19 +1813,47 @@ mod tests {
     }
 
     #[actix_rt::test]
-    async fn an_answer_over_the_frame_limit_becomes_a_failure() {
-        let handler = handler_fn(|_| async { ClientResponse::ContainerOutput(Ok("x".repeat(500))) });
+    async fn a_protocol_names_its_server_calls_and_limit_keys() {
+        let capture = Capture::default();
+        let _guard = tracing::subscriber::set_default(capture.clone());
+
+        // The server it cannot reach, and what to check.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let closed = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let err = ClientConnection::<T>::connect(&closed, WAIT).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot connect to the test server at {closed}: Connection refused (is the test server up?)"
+            )
+        );
+
+        // The key of the limit a connection hits.
+        let server = start(fixed_handler(), ServerLimits::default()).await;
+        let max = DEFAULT_MAX_REQUEST_FRAME;
+        let mut stream = raw_connect::<T>(server.addr).await;
+        stream.write_all(&(max as u32 + 1).to_be_bytes()).await.unwrap();
+        expect_closed(&mut stream).await;
+        capture
+            .closed_warning(&format!(
+                "a frame of {} bytes is over the limit of {max} bytes (test.max-frame)",
+                max + 1
+            ))
+            .await;
+        server.stop.send_replace(true);
+
+        // The call whose answer cannot be sent, in the protocol's own failure.
+        let big = handler_fn::<T, _, _>(|_| async { Answer::Output("x".repeat(500)) });
         let limits = ServerLimits {
             max_answer: 200,
             ..ServerLimits::default()
         };
-        let server = start(handler, limits).await;
-        let mut client = ClientConnection::connect(&server.addr.to_string(), WAIT)
-            .await
-            .unwrap();
-        match client.call(output_request(1), WAIT).await.unwrap() {
-            ClientResponse::Failed(text) => assert!(
-                text.starts_with("the answer to GetContainerOutput cannot be sent: a frame of "),
+        let server = start(big, limits).await;
+        let mut client = connect(&server.addr.to_string()).await;
+        match client.call(Ask::Output(1), WAIT).await.unwrap() {
+            Answer::Failed(text) => assert!(
+                text.starts_with("the answer to Output cannot be sent: a frame of "),
                 "{text}"
             ),
             other => panic!("expected Failed, got {other:?}"),
@@ -1770,8 +1872,8 @@ mod tests {
 
     /// One call on a raw connection, answered by the fixed handler.
     async fn round_trip(stream: &mut TcpStream, id: u64) {
-        send_request(stream, id, ClientRequest::GetClusterNodes(GetClusterNodes)).await;
-        assert_eq!(read_response(stream).await.id, id);
+        send_request(stream, id, Ask::Nodes).await;
+        assert_eq!(read_response::<Answer>(stream).await.id, id);
     }
 
     #[actix_rt::test]
@@ -1779,12 +1881,8 @@ mod tests {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
         let server = start(fixed_handler(), short_idle(200)).await;
-        let mut client = ClientConnection::connect(&server.addr.to_string(), WAIT)
-            .await
-            .unwrap();
-        let nodes = ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]);
-        let call = ClientRequest::GetClusterNodes(GetClusterNodes);
-        assert_eq!(client.call(call.clone(), WAIT).await.unwrap(), nodes);
+        let mut client = connect(&server.addr.to_string()).await;
+        assert_eq!(client.call(Ask::Nodes, WAIT).await.unwrap(), nodes());
 
         let closed = capture
             .record(Level::DEBUG, "connection_closed", "reason", "idle for 200ms")
@@ -1800,7 +1898,7 @@ mod tests {
             }
         })
         .await;
-        assert_eq!(client.call(call, WAIT).await.unwrap(), nodes);
+        assert_eq!(client.call(Ask::Nodes, WAIT).await.unwrap(), nodes());
         server.stop.send_replace(true);
     }
 
@@ -1816,7 +1914,7 @@ mod tests {
         capture.closed_warning("no greeting within 200ms").await;
 
         // A frame of 1,000 bytes of which 10 come.
-        let mut stalled = raw_connect(server.addr).await;
+        let mut stalled = raw_connect::<T>(server.addr).await;
         stalled.write_all(&1000u32.to_be_bytes()).await.unwrap();
         stalled.write_all(&[0; 10]).await.unwrap();
         expect_closed(&mut stalled).await;
@@ -1837,9 +1935,9 @@ mod tests {
             ..ServerLimits::default()
         };
         let server = start(fixed_handler(), limits).await;
-        let mut first = raw_connect(server.addr).await;
+        let mut first = raw_connect::<T>(server.addr).await;
         round_trip(&mut first, 1).await;
-        let mut second = raw_connect(server.addr).await;
+        let mut second = raw_connect::<T>(server.addr).await;
         round_trip(&mut second, 1).await;
 
         // A third connection: the first, idle longest, is closed to make room.
@@ -1862,17 +1960,17 @@ mod tests {
     async fn at_the_connection_limit_with_every_connection_busy_a_new_one_is_refused() {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let (handler, mut arrivals) = controlled_handler();
+        let (handler, mut arrivals) = controlled_handler::<T>();
         let limits = ServerLimits {
             max_connections: 1,
             ..ServerLimits::default()
         };
         let server = start(handler, limits).await;
-        let mut busy = raw_connect(server.addr).await;
-        send_request(&mut busy, 1, output_request(1)).await;
+        let mut busy = raw_connect::<T>(server.addr).await;
+        send_request(&mut busy, 1, Ask::Output(1)).await;
         let (_, answer) = within("the request", arrivals.recv()).await.unwrap();
 
-        let err = ClientConnection::connect(&server.addr.to_string(), WAIT)
+        let err = ClientConnection::<T>::connect(&server.addr.to_string(), WAIT)
             .await
             .unwrap_err();
         assert!(
@@ -1885,53 +1983,8 @@ mod tests {
             .await;
 
         // The busy connection is untouched.
-        answer
-            .send(ClientResponse::ContainerOutput(Ok("kept".into())))
-            .unwrap();
-        assert_eq!(read_response(&mut busy).await.id, 1);
-        server.stop.send_replace(true);
-    }
-
-    #[actix_rt::test]
-    async fn large_frames_in_progress_share_one_bounded_budget() {
-        let capture = Capture::default();
-        let _guard = tracing::subscriber::set_default(capture.clone());
-        let limits = ServerLimits {
-            max_frame: 1 << 20,
-            max_buffered: 1 << 20,
-            idle_timeout: Duration::from_millis(300),
-            ..ServerLimits::default()
-        };
-        let server = start(fixed_handler(), limits).await;
-        // Two senders of 600 KiB frames that stall: only one fits in the budget.
-        let mut senders = Vec::new();
-        for _ in 0..2 {
-            let mut s = raw_connect(server.addr).await;
-            s.write_all(&(600u32 << 10).to_be_bytes()).await.unwrap();
-            s.write_all(&[0; 100]).await.unwrap();
-            senders.push(s);
-        }
-        for s in &mut senders {
-            expect_closed(s).await;
-        }
-        capture
-            .closed_warning("does not fit: frames in progress on this port hold 614404 of the 1048576 bytes it buffers (yarn.sparkyard.client-port.max-buffered-bytes)")
-            .await;
-        capture
-            .closed_warning("a frame did not arrive within 300ms")
-            .await;
-
-        // The budget is back: a frame as large goes through whole.
-        let mut whole = raw_connect(server.addr).await;
-        let request = RequestFrame {
-            id: 7,
-            request: ClientRequest::KillApplication(crate::yarn::protocol::KillApplication {
-                app_id: app(1),
-                diagnostics: "x".repeat(600 << 10),
-            }),
-        };
-        whole.write_all(&encode_frame(&request).unwrap()).await.unwrap();
-        assert_eq!(read_response(&mut whole).await.id, 7);
+        answer.send(Answer::Output("kept".into())).unwrap();
+        assert_eq!(read_response::<Answer>(&mut busy).await.id, 1);
         server.stop.send_replace(true);
     }
 
@@ -1939,19 +1992,17 @@ mod tests {
     async fn a_client_that_reads_no_answers_is_closed_after_the_idle_time() {
         let capture = Capture::default();
         let _guard = tracing::subscriber::set_default(capture.clone());
-        let handler = handler_fn(|request| async move {
+        let handler = handler_fn::<T, _, _>(|request| async move {
             match request {
-                ClientRequest::GetContainerOutput(_) => {
-                    ClientResponse::ContainerOutput(Ok("x".repeat(1 << 20)))
-                }
-                _ => ClientResponse::ClusterNodes(vec![node("n1"), node("n2")]),
+                Ask::Output(_) => Answer::Output("x".repeat(1 << 20)),
+                _ => nodes(),
             }
         });
         let server = start(handler, short_idle(300)).await;
-        let mut greedy = raw_connect(server.addr).await;
+        let mut greedy = raw_connect::<T>(server.addr).await;
         // Far more answer bytes than the socket buffers hold; none is read.
         for id in 1..=48 {
-            send_request(&mut greedy, id, output_request(id)).await;
+            send_request(&mut greedy, id, Ask::Output(id)).await;
         }
         capture
             .closed_warning("the client read none of its answers for 300ms")
@@ -1977,14 +2028,15 @@ mod tests {
 
         let mut newer = TcpStream::connect(server.addr).await.unwrap();
         newer
-            .write_all(&[MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], PROTOCOL_VERSION + 1])
+            .write_all(&[MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], T::VERSION + 1])
             .await
             .unwrap();
         expect_closed(&mut newer).await;
         capture
             .closed_warning(&format!(
-                "it speaks protocol version {} and this side speaks version {PROTOCOL_VERSION}",
-                PROTOCOL_VERSION + 1
+                "it speaks protocol version {} and this side speaks version {}",
+                T::VERSION + 1,
+                T::VERSION
             ))
             .await;
 
@@ -1992,161 +2044,20 @@ mod tests {
         server.stop.send_replace(true);
     }
 
-    #[actix_rt::test]
-    async fn the_client_refuses_a_server_that_does_not_greet_as_sparkyard() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let fake = actix_rt::spawn(async move {
-            // The first client gets an HTTP answer, the second silence.
-            let (mut first, _) = listener.accept().await.unwrap();
-            first
-                .write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-                .await
-                .unwrap();
-            let (_second, _) = listener.accept().await.unwrap();
-            std::future::pending::<()>().await;
-        });
-        let err = ClientConnection::connect(&addr, WAIT).await.unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "cannot talk to the ResourceManager at {addr}: it is not a sparkyard ResourceManager (it sent \"HTTP/\")"
-            )
-        );
-        let err = ClientConnection::connect(&addr, Duration::from_millis(200))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("cannot talk to the ResourceManager at {addr}: no greeting within 200ms")
-        );
-        fake.abort();
-    }
-
-    // ---- client failures
-
-    #[actix_rt::test]
-    async fn connecting_to_a_closed_port_names_the_address() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        drop(listener);
-        let err = ClientConnection::connect(&addr, WAIT).await.unwrap_err();
-        assert!(matches!(err, TransportError::Connect { .. }), "{err:?}");
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "cannot connect to the ResourceManager at {addr}: Connection refused (is 'sparkyard node' running?)"
-            )
-        );
-        assert!(std::error::Error::source(&err).is_some());
-    }
-
-    #[actix_rt::test]
-    async fn a_call_without_an_answer_times_out_and_its_late_answer_is_skipped() {
-        let (handler, mut arrivals) = controlled_handler();
-        let server = start(handler, ServerLimits::default()).await;
-        let addr = server.addr.to_string();
-        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
-
-        let err = client
-            .call(
-                ClientRequest::GetNewApplication(GetNewApplication),
-                Duration::from_millis(200),
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("no answer from the ResourceManager at {addr} to GetNewApplication within 200ms")
-        );
-
-        // The late answer arrives; the next call skips it and gets its own.
-        let (_, late) = within("the first request", arrivals.recv()).await.unwrap();
-        late.send(ClientResponse::NewApplication(Ok(NewApplication {
-            app_id: app(1),
-            maximum_capability: Resource::new(8192, 4),
-            num_node_managers: 2,
-        })))
-        .unwrap();
-        let (response, ()) = tokio::join!(
-            client.call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT),
-            async {
-                let (request, answer) = within("the second request", arrivals.recv()).await.unwrap();
-                assert_eq!(request, ClientRequest::GetClusterNodes(GetClusterNodes));
-                answer
-                    .send(ClientResponse::ClusterNodes(vec![node("n1")]))
-                    .unwrap();
-            }
-        );
-        assert_eq!(response.unwrap(), ClientResponse::ClusterNodes(vec![node("n1")]));
-        server.stop.send_replace(true);
-    }
-
-    #[actix_rt::test]
-    async fn an_unexpected_id_or_a_close_fails_the_call_and_the_connection() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let fake = actix_rt::spawn(async move {
-            // Answers the first request with a future id, then hangs up on the second client.
-            let (mut first, _) = listener.accept().await.unwrap();
-            first.write_all(&GREETING).await.unwrap();
-            let mut greeting = [0u8; 5];
-            first.read_exact(&mut greeting).await.unwrap();
-            let request: RequestFrame = read_frame(&mut first, MAX_FRAME_BYTES).await.unwrap().unwrap();
-            let wrong = ResponseFrame {
-                id: request.id + 5,
-                response: ClientResponse::ClusterNodes(Vec::new()),
-            };
-            first.write_all(&encode_frame(&wrong).unwrap()).await.unwrap();
-            let (mut second, _) = listener.accept().await.unwrap();
-            second.write_all(&GREETING).await.unwrap();
-            second.read_exact(&mut greeting).await.unwrap();
-            let _: Option<RequestFrame> = read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
-            drop(second);
-            std::future::pending::<()>().await;
-        });
-
-        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
-        let err = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("the ResourceManager at {addr} answered request 6 while request 1 was pending")
-        );
-        let err = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, TransportError::Unusable { .. }), "{err:?}");
-
-        let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
-        let err = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("the ResourceManager at {addr} closed the connection")
-        );
-        fake.abort();
-    }
-
     // ---- stopping
 
     #[actix_rt::test]
     async fn the_stop_signal_ends_serve_and_its_connections() {
-        let (handler, mut arrivals) = controlled_handler();
+        let (handler, mut arrivals) = controlled_handler::<T>();
         let server = start(handler, ServerLimits::default()).await;
-        let mut open = raw_connect(server.addr).await;
-        send_request(&mut open, 1, output_request(1)).await;
+        let mut open = raw_connect::<T>(server.addr).await;
+        send_request(&mut open, 1, Ask::Output(1)).await;
         let (_, _unanswered) = within("the request", arrivals.recv()).await.unwrap();
 
         server.stop.send_replace(true);
         within("serve to end", server.task).await.unwrap();
         expect_closed(&mut open).await;
-        let err = ClientConnection::connect(&server.addr.to_string(), WAIT)
+        let err = ClientConnection::<T>::connect(&server.addr.to_string(), WAIT)
             .await
             .unwrap_err();
         assert!(matches!(err, TransportError::Connect { .. }), "{err:?}");
@@ -2158,5 +2069,10 @@ mod tests {
         assert_serving(server.addr).await;
         drop(server.stop);
         within("serve to end", server.task).await.unwrap();
+    }
+
+    #[test]
+    fn a_protocols_greeting_is_the_magic_and_its_version() {
+        assert_eq!(GREETING, [b'S', b'P', b'K', b'Y', 7]);
     }
 }

@@ -34,6 +34,7 @@ use futures_util::task::AtomicWaker;
 use super::cancel::CancelToken;
 use super::clock::Clock;
 use super::cluster::Cluster;
+use super::endpoint::EndpointRef;
 use super::exit::ExitReason;
 use super::panic::catch;
 use super::path::{short_type_name, ActorPath};
@@ -41,7 +42,6 @@ use super::registry::Watcher;
 use super::supervisor::ChildKind;
 use super::watch::Terminated;
 use crate::logs::ctx::{LogCtx, LogIds, LogScope};
-use crate::rpc::EndpointRef;
 
 const CMD_NONE: u8 = 0;
 const CMD_STOP: u8 = 1;

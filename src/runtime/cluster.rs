@@ -16,6 +16,7 @@ use actix::{Actor, ArbiterHandle, Context};
 
 use super::cell::{self, CellShared, ExitNotify, Me, SpawnArgs, DEFAULT_MAILBOX};
 use super::clock::Clock;
+use super::endpoint::EndpointRef;
 use super::exit::ExitReason;
 use super::fault::{FaultState, Progress};
 use super::panic::install_quiet_hook;
@@ -24,7 +25,6 @@ use super::registry::{ActorInfo, Registry};
 use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
 use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
 use crate::logs::sink::{self, LogSink};
-use crate::rpc::EndpointRef;
 
 struct Inner {
     id: Arc<str>,
@@ -108,7 +108,12 @@ impl ClusterBuilder {
         let clock = self.clock.unwrap_or_else(Clock::real);
         let mut log = LogCtx::cluster(&id);
         log.node = Some(Arc::from(self.node.as_deref().unwrap_or("local")));
-        let sink = Arc::new(LogSink::new(self.log_dir, self.capture, clock.clone()));
+        let wall = clock.clone();
+        let sink = Arc::new(LogSink::new(
+            self.log_dir,
+            self.capture,
+            Arc::new(move || wall.wall()),
+        ));
         LogSink::start_flusher(&sink);
         sink::register(id.clone(), sink.clone());
         Ok(Cluster {

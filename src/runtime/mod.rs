@@ -6,14 +6,20 @@
 //! into failures ([`cell`], [`panic`]); actor paths and globs ([`path`]); a registry that
 //! resolves a path to the live incarnation ([`registry`]); death watch ([`watch`]); fault
 //! injection by path or glob, partitions and seeded plans ([`fault`]); one clock, real or
-//! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); and all of it per
-//! [`cluster`] instance.
+//! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); endpoint refs by
+//! path, checked against partitions on the way ([`endpoint`]); and all of it per [`cluster`]
+//! instance.
+//!
+//! Layer: just above [`crate::logs`] (every actor's records carry its log context), under
+//! everything else. It reads no configuration: callers hand it plain values (a
+//! [`Supervision`], limits, durations).
 
 pub mod blocking;
 pub mod cancel;
 pub mod cell;
 pub mod clock;
 pub mod cluster;
+pub mod endpoint;
 pub mod exit;
 pub mod fault;
 pub mod panic;

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::logs::glob::glob_match;
+
 /// The path of an actor in its cluster's supervision tree. Cheap to clone.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ActorPath(Arc<str>);
@@ -191,37 +193,6 @@ impl fmt::Display for PathGlob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.pattern)
     }
-}
-
-/// Matches `text` against `pattern`, where `*` matches any run of characters (including
-/// none and including `/`) and every other character matches itself. Iterative with one
-/// backtrack point, so it runs in O(pattern × text) at worst and never recurses.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p = pattern.as_bytes();
-    let t = text.as_bytes();
-    let (mut pi, mut ti) = (0usize, 0usize);
-    let mut star: Option<usize> = None;
-    let mut star_t = 0usize;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some(pi);
-            pi += 1;
-            star_t = ti;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            star_t += 1;
-            ti = star_t;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == b'*' {
-        pi += 1;
-    }
-    pi == p.len()
 }
 
 /// `DriverEndpoint` → `driver-endpoint`: the kebab-case path segment of a component name.

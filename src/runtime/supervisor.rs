@@ -34,7 +34,6 @@ use super::cluster::Cluster;
 use super::exit::ExitReason;
 use super::path::ActorPath;
 use super::timers::run_later;
-use crate::conf::{keys, ConfError, SparkConf};
 use crate::logs::ctx::LogIds;
 
 /// Whether a child is a worker or a supervisor of its own subtree.
@@ -282,8 +281,8 @@ impl ChildSpec {
     }
 }
 
-/// Supervision settings from configuration (`spark.sparkyard.supervisor.*`): restart
-/// intensity, backoff, and the default shutdown time-out of workers.
+/// Supervision settings: restart intensity, backoff, and the default shutdown time-out of
+/// workers (read from `spark.sparkyard.supervisor.*` by `conf::supervision`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Supervision {
     pub intensity: Intensity,
@@ -298,25 +297,6 @@ impl Default for Supervision {
             backoff: None,
             shutdown_timeout: DEFAULT_WORKER_SHUTDOWN,
         }
-    }
-}
-
-impl Supervision {
-    /// Reads `spark.sparkyard.supervisor.{maxRestarts, restartPeriod, backoff, maxBackoff,
-    /// shutdownTimeout}`; a backoff of 0 means restart at once.
-    pub fn from_conf(conf: &SparkConf) -> Result<Supervision, ConfError> {
-        let initial = conf.get(&keys::SUPERVISOR_BACKOFF)?;
-        Ok(Supervision {
-            intensity: Intensity {
-                max_restarts: conf.get(&keys::SUPERVISOR_MAX_RESTARTS)?,
-                period: conf.get(&keys::SUPERVISOR_RESTART_PERIOD)?,
-            },
-            backoff: (!initial.is_zero()).then_some(Backoff {
-                initial,
-                max: conf.get(&keys::SUPERVISOR_MAX_BACKOFF)?,
-            }),
-            shutdown_timeout: conf.get(&keys::SUPERVISOR_SHUTDOWN_TIMEOUT)?,
-        })
     }
 }
 
@@ -928,41 +908,6 @@ mod tests {
         assert_eq!(b.delay(4), Duration::from_millis(800));
         assert_eq!(b.delay(5), Duration::from_secs(1));
         assert_eq!(b.delay(100), Duration::from_secs(1));
-    }
-
-    #[test]
-    fn supervision_from_configuration() {
-        assert_eq!(
-            Supervision::from_conf(&SparkConf::new()).unwrap(),
-            Supervision::default()
-        );
-        let mut conf = SparkConf::new();
-        conf.set("spark.sparkyard.supervisor.maxRestarts", "1")
-            .set("spark.sparkyard.supervisor.restartPeriod", "1m 30s")
-            .set("spark.sparkyard.supervisor.backoff", "50ms")
-            .set("spark.sparkyard.supervisor.maxBackoff", "2s")
-            .set("spark.sparkyard.supervisor.shutdownTimeout", "250");
-        let s = Supervision::from_conf(&conf).unwrap();
-        assert_eq!(
-            s.intensity,
-            Intensity {
-                max_restarts: 1,
-                period: Duration::from_secs(90)
-            }
-        );
-        assert_eq!(
-            s.backoff,
-            Some(Backoff {
-                initial: Duration::from_millis(50),
-                max: Duration::from_secs(2)
-            })
-        );
-        assert_eq!(s.shutdown_timeout, Duration::from_millis(250));
-        let spec = SupervisorSpec::new(Strategy::OneForAll).supervision(&s);
-        assert_eq!(spec.intensity.max_restarts, 1);
-        conf.set("spark.sparkyard.supervisor.restartPeriod", "0");
-        let err = Supervision::from_conf(&conf).unwrap_err().to_string();
-        assert!(err.contains("spark.sparkyard.supervisor.restartPeriod"), "{err}");
     }
 
     #[test]

@@ -3,15 +3,17 @@
 //! `node-manager` child starts containers next to itself, its state kept by that supervisor
 //! across its restarts). `sparkyard node` runs it as a
 //! long-running process; `sparkyard submit` with no master (or `local-cluster[N,C,M]`)
-//! runs it embedded in the submitting process.
+//! runs it embedded in the submitting process. Each hands it the launcher registry of the
+//! programs its containers run (`cli::roles::launchers`: this binary in its roles).
 
 use std::sync::Arc;
 
 use crate::conf::{NodeSpec, SparkConf};
 use crate::logs::LogIds;
-use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervision, SupervisorSpec};
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSpec};
 
 use super::client_rm_service::ClientRmService;
+use super::launcher::LauncherRegistry;
 use super::node_manager::{NmState, NodeManager};
 use super::resource_manager::{ResourceManager, RmConfig, RmState};
 
@@ -33,17 +35,19 @@ pub fn container_path(host: &str, container: &crate::yarn::records::ContainerId)
     ActorPath::from_trusted(format!("/{NODE_ROOT}/nm-{host}/{container}"))
 }
 
-/// Starts `/node` in `cluster` with the RM and the NodeManagers of `nodes`; `rm_host` is the
-/// `node` of the RM's records. With a `listener`, the RM's client port
-/// (`/node/client-rm-service`) serves it; it is started last, so it stops first.
+/// Starts `/node` in `cluster` with the RM and the NodeManagers of `nodes`, whose containers
+/// run the programs of `launchers`; `rm_host` is the `node` of the RM's records. With a
+/// `listener`, the RM's client port (`/node/client-rm-service`) serves it; it is started
+/// last, so it stops first.
 pub fn start_node(
     cluster: &Cluster,
     conf: &SparkConf,
     nodes: &[NodeSpec],
+    launchers: &LauncherRegistry,
     rm_host: &str,
     listener: Option<Arc<std::net::TcpListener>>,
 ) -> Result<ActorPath, String> {
-    let supervision = Supervision::from_conf(conf).map_err(|e| e.to_string())?;
+    let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
     let rm_config = RmConfig::from_conf(conf);
     let rm_state = Kept::new(RmState::new(cluster.clock().epoch_millis(), &rm_config));
     let rm = rm_path();
@@ -57,16 +61,16 @@ pub fn start_node(
         );
     for node in nodes {
         let node = Arc::new(node.clone());
-        let (n, rm) = (node.clone(), rm.clone());
+        let (n, rm, launchers) = (node.clone(), rm.clone(), launchers.clone());
         let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
-            let (n, rm) = (n.clone(), rm.clone());
+            let (n, rm, launchers) = (n.clone(), rm.clone(), launchers.clone());
             // Kept across restarts of the NodeManager actor, new with each start of the node:
             // a node that dies loses its containers and what its NodeManager knew.
             let state = Kept::new(NmState::default());
             SupervisorSpec::new(Strategy::OneForOne)
                 .supervision(&supervision)
                 .child(ChildSpec::worker("node-manager", move |_, me| {
-                    NodeManager::new(me, (*n).clone(), rm.clone(), state.clone())
+                    NodeManager::new(me, (*n).clone(), rm.clone(), state.clone(), launchers.clone())
                 }))
         })
         .ids(LogIds::default().node(&node.host));

@@ -1,13 +1,17 @@
 //! NodeManager, at `/node/nm-<host>/node-manager`: starts and stops the containers of one
 //! node and reports how they ended.
 //!
-//! StartContainer parses the container's launch command with the binary's own parser
-//! (`cli::roles`) and starts the role as a subtree under the node's supervisor:
-//! `/node/nm-<host>/<container_id>` is a supervisor whose significant child is the role
-//! (`am` for an ApplicationMaster, `executor-<id>` for an executor backend), so the
-//! container ends when its role does, with the role's exit status — as a process would.
-//! A command that does not parse is a process that fails at once: the container completes
-//! with exit status 1 and the parser's message as its diagnostics. StopContainer stops the
+//! StartContainer starts the container's launch command through the launcher registry the
+//! node was assembled with ([`super::launcher`]), as a real NodeManager execs a command
+//! line: the launcher of the command's program builds the container's process, and the
+//! NodeManager starts it as a subtree under the node's supervisor:
+//! `/node/nm-<host>/<container_id>` is a supervisor whose significant child is the process
+//! (for sparkyard's roles, `am` for an ApplicationMaster, `executor-<id>` for an executor
+//! backend), so the container ends when its process does, with its exit status. The
+//! NodeManager knows nothing of what runs inside. A command the registry cannot start (an
+//! unknown program, arguments its launcher refuses) is a process that fails at once: the
+//! container completes with exit status 1 and the launcher's message as its diagnostics.
+//! StopContainer stops the
 //! subtree; the container then completes with the requester's YARN exit status (-105 by
 //! the ApplicationMaster, -106 by the ResourceManager, -107 after the application
 //! completed). Every completion goes to the ResourceManager at once (NodeStatusUpdate, an
@@ -49,14 +53,12 @@ use actix::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::launcher::{Launch, LauncherRegistry};
 use super::protocol::*;
 use super::records::*;
 use super::resource_manager::{RegisterNode, ResourceManager};
-use crate::cli::roles::{parse_launch_command, LaunchCommand, Role};
-use crate::conf::{self, NodeSpec, SparkConf};
-use crate::context::OutputSink;
-use crate::deploy::application_master::{am_subtree_spec, AmContext, AmMode};
-use crate::executor::backend::CoarseGrainedExecutorBackend;
+use crate::conf::NodeSpec;
+use crate::logs::output::OutputSink;
 use crate::logs::LogIds;
 use crate::rpc::EndpointRef;
 use crate::runtime::cell::CellShared;
@@ -136,6 +138,8 @@ pub struct NodeManager {
     /// The node's supervisor, under which containers run.
     node_sup: ActorPath,
     state: Kept<NmState>,
+    /// What its containers' commands run.
+    launchers: LauncherRegistry,
     timeout: Duration,
     /// A NodeStatusUpdate is on its way, or a retry is scheduled.
     flushing: bool,
@@ -143,7 +147,13 @@ pub struct NodeManager {
 }
 
 impl NodeManager {
-    pub fn new(me: Me, spec: NodeSpec, rm: ActorPath, state: Kept<NmState>) -> Self {
+    pub fn new(
+        me: Me,
+        spec: NodeSpec,
+        rm: ActorPath,
+        state: Kept<NmState>,
+        launchers: LauncherRegistry,
+    ) -> Self {
         let node_sup = me.path().parent().unwrap_or_else(|| me.path().clone());
         NodeManager {
             rm: me.endpoint(&rm),
@@ -152,6 +162,7 @@ impl NodeManager {
             spec,
             node_sup,
             state,
+            launchers,
             timeout: Duration::from_secs(30),
             flushing: false,
             flush_delay: RETRY_DELAY,
@@ -447,68 +458,28 @@ impl NodeManager {
         );
     }
 
-    /// The child spec of a container running `cmd`.
+    /// The child spec of a container: its launch command's process, started through the
+    /// node's launcher registry, under a supervisor named after the container.
     fn container_spec(
         &self,
         container: &Container,
         launch: &ContainerLaunchContext,
-        cmd: LaunchCommand,
         output: &OutputSink,
     ) -> Result<ChildSpec, String> {
         let attempt_id = container.id.attempt;
-        let mut ids = LogIds::default()
+        let process = self.launchers.launch(&Launch {
+            container,
+            context: launch,
+            host: &self.spec.host,
+            rm: &self.rm_path,
+            output,
+        })?;
+        let ids = LogIds::default()
             .app(&attempt_id.app.to_string())
             .attempt(attempt_id.attempt)
-            .container(&container.id.to_string());
-        let role: ChildSpec = match cmd.role.clone() {
-            Role::ApplicationMaster(args) | Role::ExecutorLauncher(args) => {
-                let mode = if matches!(cmd.role, Role::ExecutorLauncher(_)) {
-                    AmMode::Client
-                } else {
-                    AmMode::Cluster
-                };
-                let mut conf = SparkConf::new();
-                if let Some(file) = &args.properties_file {
-                    let text = launch
-                        .local_resources
-                        .get(file)
-                        .ok_or_else(|| format!("Properties file {file} does not exist in the container"))?;
-                    for (k, v) in
-                        conf::parse_properties(text, std::path::Path::new(file)).map_err(|e| e.to_string())?
-                    {
-                        conf.set(k, v);
-                    }
-                }
-                for (k, v) in &cmd.system_properties {
-                    conf.set(k.as_str(), v.as_str());
-                }
-                am_subtree_spec(AmContext {
-                    mode,
-                    args,
-                    attempt_id,
-                    container: container.clone(),
-                    conf: Arc::new(conf),
-                    output: output.clone(),
-                    rm: self.rm_path.clone(),
-                })
-            }
-            Role::Executor(args) => {
-                ids = ids.executor(&args.executor_id);
-                let mut conf = SparkConf::new();
-                for (k, v) in &cmd.system_properties {
-                    conf.set(k.as_str(), v.as_str());
-                }
-                let ask = conf
-                    .get(&conf::RPC_ASK_TIMEOUT)
-                    .unwrap_or(Duration::from_secs(120));
-                let segment = format!("executor-{}", args.executor_id);
-                ChildSpec::worker(&segment, move |_, me| {
-                    CoarseGrainedExecutorBackend::new(me, args.clone(), ask)
-                })
-                .restart(Restart::Temporary)
-                .significant(true)
-            }
-        };
+            .container(&container.id.to_string())
+            .with(&process.ids);
+        let role = process.spec;
         let id = container.id.to_string();
         Ok(ChildSpec::supervisor(&id, move || {
             SupervisorSpec::new(Strategy::OneForOne)
@@ -579,8 +550,7 @@ impl Handler<StartContainer> for NodeManager {
             "Start request for {id} by application {}",
             id.attempt.app
         );
-        let spec = parse_launch_command(&msg.launch.command, &self.spec.host)
-            .and_then(|cmd| self.container_spec(&msg.container, &msg.launch, cmd, &output));
+        let spec = self.container_spec(&msg.container, &msg.launch, &output);
         let spec = match spec {
             // The container's incarnation is recorded the moment the node starts it, in the
             // state that outlives this NodeManager: a container that starts and ends while

@@ -16,8 +16,9 @@
 //!   client port: the live supervision tree (`sparkyard actors`), fault injection
 //!   (`sparkyard chaos kill | partition | plan`) and the node admin (`sparkyard rmadmin`).
 //!
-//! Every message and reply derives serde: the client protocol already crosses TCP between
-//! `sparkyard submit` and `sparkyard node`, and the others will when nodes are processes.
+//! Every message and reply derives serde: the client protocol ([`ClientProtocol`]) already
+//! crosses TCP between `sparkyard submit` and `sparkyard node`, plugged into the generic
+//! transport of `rpc::tcp`, and the others will when nodes are processes.
 
 use std::fmt;
 use std::time::Duration;
@@ -25,6 +26,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::records::*;
+use crate::conf;
+use crate::rpc::tcp::{self, LimitKeys, Protocol};
 use crate::runtime::fault::Killed;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{FaultPlan, KillMode, PartitionMode};
@@ -309,6 +312,38 @@ impl ClientRequest {
         }
     }
 }
+
+/// ApplicationClientProtocol (with sparkyard's admin calls) as the TCP transport carries it
+/// between `sparkyard submit` (or `sparkyard actors`, `chaos`, `rmadmin`) and the node's
+/// client port: the greeting's version, and how errors and records name the server, the
+/// calls and the port's `yarn.sparkyard.client-port.*` limits.
+pub struct ClientProtocol;
+
+impl Protocol for ClientProtocol {
+    type Request = ClientRequest;
+    type Response = ClientResponse;
+    /// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`).
+    const VERSION: u8 = 2;
+    const SERVER: &'static str = "ResourceManager";
+    const CONNECT_HINT: &'static str = "is 'sparkyard node' running?";
+    const NAME: &'static str = "client protocol";
+    const LIMIT_KEYS: LimitKeys = LimitKeys {
+        idle_timeout: conf::CLIENT_PORT_IDLE_TIMEOUT.name(),
+        max_frame: conf::CLIENT_PORT_MAX_FRAME_SIZE.name(),
+        max_buffered: conf::CLIENT_PORT_MAX_BUFFERED.name(),
+    };
+
+    fn request_name(request: &ClientRequest) -> &'static str {
+        request.name()
+    }
+
+    fn failure(reason: String) -> ClientResponse {
+        ClientResponse::Failed(reason)
+    }
+}
+
+/// A client's connection to the node's client port.
+pub type ClientConnection = tcp::ClientConnection<ClientProtocol>;
 
 // ------------------------------------------------------------------ the node's admin calls
 

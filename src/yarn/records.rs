@@ -296,8 +296,9 @@ pub struct ApplicationReport {
 }
 
 /// How to start a container (ContainerLaunchContext). The command is an argument vector, as
-/// ExecutorRunnable.prepareCommand builds it; the NodeManager parses it with the binary's
-/// own parser. Local resources are files made available to the container, by name (the
+/// ExecutorRunnable.prepareCommand builds it; the NodeManager starts it through the launcher
+/// registry of its node (`super::launcher`), where the binary's launcher parses it with the
+/// binary's own parser. Local resources are files made available to the container, by name (the
 /// application's configuration travels this way, as Spark's `__spark_conf__` does).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerLaunchContext {

@@ -288,7 +288,15 @@ pub async fn embedded_node_with(
         .node("rmhost")
         .build()
         .unwrap();
-    start_node(&cluster, conf, nodes, "rmhost", None).unwrap();
+    start_node(
+        &cluster,
+        conf,
+        nodes,
+        &sparkyard::cli::roles::launchers(),
+        "rmhost",
+        None,
+    )
+    .unwrap();
     wait_ready(&cluster, nodes.len(), Duration::from_secs(5))
         .await
         .unwrap();

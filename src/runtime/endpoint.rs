@@ -1,4 +1,6 @@
-//! Endpoint references: how actors address each other.
+//! Endpoint references: how actors address each other. Runtime layer: it resolves paths
+//! through the registry and routes through fault injection, both the runtime's; `rpc`
+//! re-exports it beside the TCP transport.
 //!
 //! An [`EndpointRef`] names its target by path and resolves it through the cluster's
 //! registry on every message, so a peer never holds a stale actix address and reaches a
@@ -21,12 +23,12 @@ use std::time::Duration;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Context, Handler, MailboxError, Message};
 
+use super::cell::CellShared;
+use super::cluster::Cluster;
+use super::fault::Route;
+use super::path::{short_type_name, ActorPath};
+use super::registry::LookupError;
 use crate::logs::ctx::in_scope;
-use crate::runtime::cell::CellShared;
-use crate::runtime::cluster::Cluster;
-use crate::runtime::fault::Route;
-use crate::runtime::path::{short_type_name, ActorPath};
-use crate::runtime::registry::LookupError;
 
 /// Why an ask got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,7 @@
-//! Application output: what an application prints through its environment.
+//! Process output: what an application prints through its environment, kept as its
+//! container's stdout. Logs layer: a container's stdout is written beside its records
+//! (`apps/<app>/<container>/stdout`), and the NodeManager that runs the container keeps it;
+//! neither needs to know what runs inside.
 //!
 //! In client mode it goes to the submitting process's stdout. In cluster mode it goes to
 //! the driver container's stdout, which the NodeManager keeps (so the Client can fetch and
@@ -8,7 +11,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use crate::logs::sink::LogSink;
+use super::sink::LogSink;
 
 /// How much of a container's stdout its NodeManager keeps in memory (the file under the log
 /// directory keeps everything).
