@@ -988,6 +988,15 @@ impl DriverEndpoint {
         })
     }
 
+    /// The executors alive on `host`, or None (logged: "No executor to `verb` on host").
+    fn executors_alive_on_host(&self, host: &str, verb: &str) -> Option<Vec<String>> {
+        let alive = self.links.task_scheduler.lock().executors_alive_on_host(host);
+        if alive.is_none() {
+            tracing::info!(host, "No executor to {verb} on {host}");
+        }
+        alive
+    }
+
     /// adjustExecutors: the requested totals no longer include `ids` (a total of 0 when none
     /// was ever requested: the executors were started by default); answers the request to
     /// send, with the placement hints last requested.
@@ -1176,13 +1185,7 @@ impl Handler<KillExecutorsOnHost> for DriverEndpoint {
 
     /// Kills every executor alive on the host: forced, replaced, failures not counted.
     fn handle(&mut self, msg: KillExecutorsOnHost, ctx: &mut Context<Self>) {
-        let alive = self
-            .links
-            .task_scheduler
-            .lock()
-            .executors_alive_on_host(&msg.host);
-        let Some(execs) = alive else {
-            tracing::info!(host = msg.host.as_str(), "No executor to kill on {}", msg.host);
+        let Some(execs) = self.executors_alive_on_host(&msg.host, "kill") else {
             return;
         };
         tracing::info!(
@@ -1203,17 +1206,7 @@ impl Handler<DecommissionExecutorsOnHost> for DriverEndpoint {
     /// Decommissions every executor alive on the host (not replaced by lowering the
     /// target: the allocator replaces them elsewhere).
     fn handle(&mut self, msg: DecommissionExecutorsOnHost, ctx: &mut Context<Self>) {
-        let alive = self
-            .links
-            .task_scheduler
-            .lock()
-            .executors_alive_on_host(&msg.host);
-        let Some(execs) = alive else {
-            tracing::info!(
-                host = msg.host.as_str(),
-                "No executor to decommission on {}",
-                msg.host
-            );
+        let Some(execs) = self.executors_alive_on_host(&msg.host, "decommission") else {
             return;
         };
         let info = ExecutorDecommissionInfo::new(format!("Decommissioning all executors on {}.", msg.host));
