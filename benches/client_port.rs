@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sparkyard::rpc::tcp::{encode_frame, Protocol, RequestFrame};
+use sparkyard::rpc::tcp::{encode_frame, RequestFrame, WireProtocol};
 use sparkyard::yarn::protocol::{ClientProtocol, ClientRequest, GetApplicationReport, ReportWait};
 use sparkyard::yarn::records::{ApplicationId, FinalApplicationStatus, YarnApplicationState};
 

@@ -25,7 +25,7 @@ use sparkyard::deploy::client::{follow_application, submit_application, ClientAr
 use sparkyard::logs::{Console, LogInit};
 use sparkyard::runtime::Cluster;
 use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
-use sparkyard::yarn::resource_manager::ResourceManager;
+use sparkyard::yarn::protocol::ApplicationClientProtocol;
 
 const RUNS: usize = 5;
 
@@ -95,7 +95,7 @@ fn throughput(executors: u32, cores: u32, sizes: &[u32]) -> Vec<(u32, (f64, f64,
         wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
             .await
             .unwrap();
-        let rm = RmConnection::Local(cluster.endpoint::<ResourceManager>(&rm_path()));
+        let rm = RmConnection::Local(cluster.endpoint::<ApplicationClientProtocol>(&rm_path()));
         let mut conf = SparkConf::new();
         conf.set("spark.executor.instances", executors.to_string())
             .set("spark.executor.cores", cores.to_string())

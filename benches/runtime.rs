@@ -45,6 +45,12 @@ impl Handler<Count> for Echo {
     }
 }
 
+sparkyard::protocol! {
+    EchoProtocol { Ping, Count }
+}
+
+sparkyard::speaks!(Echo: EchoProtocol);
+
 /// A plain actix actor, for the raw-actix baseline.
 struct Raw;
 impl Actor for Raw {
@@ -89,7 +95,7 @@ fn main() {
             .child(ChildSpec::worker("echo", move |_, me| Echo { me, seen: s.clone() }));
         cluster.start_root("bench", spec).expect("root");
         let echo_path = ActorPath::parse("/bench/echo").expect("path");
-        let ep = cluster.endpoint::<Echo>(&echo_path);
+        let ep = cluster.endpoint::<EchoProtocol>(&echo_path);
         while !ep.is_alive() {
             tokio::task::yield_now().await;
         }

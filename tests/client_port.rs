@@ -15,7 +15,7 @@ use common::process::{
     config_dir, drain, interrupt, run_to_end, start_node_with, submit, submit_sleeping, wait_exit, Node, Out,
     BIN,
 };
-use sparkyard::rpc::tcp::{encode_frame, Protocol, RequestFrame, ResponseFrame};
+use sparkyard::rpc::tcp::{encode_frame, RequestFrame, ResponseFrame, WireProtocol};
 use sparkyard::yarn::protocol::{
     ClientProtocol, ClientRequest, ClientResponse, GetApplicationReport, ReportWait,
 };

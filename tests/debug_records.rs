@@ -29,7 +29,7 @@ async fn deliveries_are_debug_records_with_msg_type() {
         .start_root("d", SupervisorSpec::new(Strategy::OneForOne).child(probe))
         .unwrap();
     eventually("started", || journal.lines().len() == 1).await;
-    let ep = cluster.endpoint::<Probe>(&path("/d/executor-1"));
+    let ep = cluster.endpoint::<ProbeProtocol>(&path("/d/executor-1"));
     ep.tell(Ping).unwrap();
     ep.ask(Ping, Duration::from_secs(1)).await.unwrap();
     cluster

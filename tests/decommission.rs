@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::inproc::{conf, dump, events, msgs, node, records, submit, succeeded, Node};
 use serde_json::Value as Json;
-use sparkyard::executor::backend::CoarseGrainedExecutorBackend;
 use sparkyard::runtime::ActorPath;
-use sparkyard::scheduler::driver_endpoint::DriverEndpoint;
+use sparkyard::scheduler::messages::{DriverProtocol, ExecutorProtocol};
 use sparkyard::scheduler::messages::{ExecutorDecommissionSigReceived, KillExecutorsOnHost};
 use sparkyard::yarn::node::{list_nodes, refresh_nodes};
 use sparkyard::yarn::protocol::RefreshNodes;
@@ -266,7 +265,7 @@ async fn kill_executors_on_host_kills_them_as_killed_by_the_driver() {
         .await;
         let de = node
             .cluster
-            .endpoint::<DriverEndpoint>(&ActorPath::parse(&driver).unwrap());
+            .endpoint::<DriverProtocol>(&ActorPath::parse(&driver).unwrap());
         de.tell(KillExecutorsOnHost { host: host.clone() }).unwrap();
         // Not a target adjustment: YARN gives a replacement (the driver lingers for it).
         wait_for(&node, "a replacement executor", |recs| {
@@ -314,7 +313,7 @@ async fn an_executor_decommissioning_itself_tells_the_driver_and_exits_when_idle
         let (exec, _, path) = wait_for(&node, "an executor running a task", busy_executor).await;
         let backend = node
             .cluster
-            .endpoint::<CoarseGrainedExecutorBackend>(&ActorPath::parse(&path).unwrap());
+            .endpoint::<ExecutorProtocol>(&ActorPath::parse(&path).unwrap());
         let answer = backend
             .ask(ExecutorDecommissionSigReceived, BOUND)
             .await
@@ -354,7 +353,7 @@ async fn decommission_without_spark_decommission_enabled_is_refused_by_the_execu
         let (_, _, path) = wait_for(&node, "an executor running a task", busy_executor).await;
         let backend = node
             .cluster
-            .endpoint::<CoarseGrainedExecutorBackend>(&ActorPath::parse(&path).unwrap());
+            .endpoint::<ExecutorProtocol>(&ActorPath::parse(&path).unwrap());
         backend.ask(ExecutorDecommissionSigReceived, BOUND).await.unwrap()
     };
     let ((outcome, out), answer) = tokio::join!(job, signalled);

@@ -33,8 +33,8 @@ async fn death_watch_delivers_each_reason() {
         .child(probe_spec("target", &journal));
     cluster.start_root("w", spec).unwrap();
     let target = path("/w/target");
-    let watcher = cluster.endpoint::<Watcher>(&path("/w/watcher"));
-    let probe = cluster.endpoint::<Probe>(&target);
+    let watcher = cluster.endpoint::<WatcherProtocol>(&path("/w/watcher"));
+    let probe = cluster.endpoint::<ProbeProtocol>(&target);
     eventually("started", || journal.lines().len() == 1).await;
     let count = || seen.lock().unwrap().len();
 
@@ -108,7 +108,7 @@ async fn a_restarted_watcher_loses_its_watches() {
         .child(probe_spec("target", &journal));
     cluster.start_root("w", spec).unwrap();
     eventually("started", || journal.lines().len() == 1).await;
-    let watcher = cluster.endpoint::<Watcher>(&path("/w/watcher"));
+    let watcher = cluster.endpoint::<WatcherProtocol>(&path("/w/watcher"));
     watcher.tell(WatchPath(path("/w/target"))).unwrap();
     cluster.clock().advance(Duration::from_millis(1)).await;
     cluster.kill("/w/watcher", KillMode::Panic, "t").unwrap();
@@ -138,7 +138,7 @@ async fn a_drop_partition_loses_messages_and_asks_time_out() {
         )
         .unwrap();
     eventually("started", || journal.lines().len() == 1).await;
-    let ep = cluster.endpoint::<Probe>(&path("/p/executor-1"));
+    let ep = cluster.endpoint::<ProbeProtocol>(&path("/p/executor-1"));
     ep.tell(Ping).unwrap();
     assert_eq!(ep.ask(Ping, Duration::from_secs(1)).await.unwrap(), (1, 2));
 
@@ -187,7 +187,7 @@ async fn a_delay_partition_delivers_late() {
         .unwrap();
     let ask = actix_rt::spawn(
         cluster
-            .endpoint::<Probe>(&path("/p/slow"))
+            .endpoint::<ProbeProtocol>(&path("/p/slow"))
             .ask(Ping, Duration::from_secs(5)),
     );
     cluster.clock().advance(Duration::from_millis(999)).await;
@@ -197,7 +197,7 @@ async fn a_delay_partition_delivers_late() {
     cluster.heal_partitions();
     assert_eq!(
         cluster
-            .endpoint::<Probe>(&path("/p/slow"))
+            .endpoint::<ProbeProtocol>(&path("/p/slow"))
             .ask(Ping, Duration::from_secs(1))
             .await
             .unwrap(),
@@ -325,7 +325,7 @@ async fn quiet_panic_hook_child() {
         .unwrap();
     eventually("started", || journal.lines().len() == 1).await;
     cluster
-        .endpoint::<Probe>(&path("/q/w"))
+        .endpoint::<ProbeProtocol>(&path("/q/w"))
         .tell(Crash("loud?"))
         .unwrap();
     eventually("restarted", || {
@@ -377,6 +377,12 @@ impl actix::Actor for Sleeper {
 #[rtype(result = "()")]
 struct SleepOnThread(std::sync::mpsc::Sender<Result<(), sparkyard::runtime::Cancelled>>);
 
+sparkyard::protocol! {
+    SleeperProtocol { SleepOnThread }
+}
+
+sparkyard::speaks!(Sleeper: SleeperProtocol);
+
 impl actix::Handler<SleepOnThread> for Sleeper {
     type Result = ();
     fn handle(&mut self, msg: SleepOnThread, _: &mut actix::Context<Self>) {
@@ -406,7 +412,7 @@ async fn stopping_a_container_cancels_the_blocking_work_inside_it() {
     eventually("backend up", || cluster.registry().contains(&backend)).await;
     let (tx, rx) = std::sync::mpsc::channel();
     cluster
-        .endpoint::<Sleeper>(&backend)
+        .endpoint::<SleeperProtocol>(&backend)
         .tell(SleepOnThread(tx))
         .unwrap();
     sparkyard::runtime::clock::settle().await;

@@ -56,8 +56,10 @@ fn submit_over_tcp_registers_three_executors_then_status_and_malformed_frames() 
     // A malformed frame closes that connection only.
     let mut raw = std::net::TcpStream::connect(&node.addr).unwrap();
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    raw.write_all(&<sparkyard::yarn::protocol::ClientProtocol as sparkyard::rpc::tcp::Protocol>::GREETING)
-        .unwrap();
+    raw.write_all(
+        &<sparkyard::yarn::protocol::ClientProtocol as sparkyard::rpc::tcp::WireProtocol>::GREETING,
+    )
+    .unwrap();
     raw.write_all(b"\x00\x00\x00\x05garbage").unwrap();
     let mut buf = Vec::new();
     let _ = raw.read_to_end(&mut buf);

@@ -12,7 +12,8 @@ use std::time::Duration;
 use common::*;
 use sparkyard::runtime::supervisor::{StartChild, TerminateChild, WhichChildren};
 use sparkyard::runtime::{
-    Backoff, ChildSpec, ExitReason, Kept, KillMode, Restart, Shutdown, Strategy, Supervisor, SupervisorSpec,
+    Backoff, ChildSpec, ExitReason, Kept, KillMode, Restart, Shutdown, Strategy, SupervisorProtocol,
+    SupervisorSpec,
 };
 
 struct ProbeHandle {
@@ -60,7 +61,7 @@ async fn one_for_one_restarts_only_the_failed_child() {
     journal.clear();
 
     cluster
-        .endpoint::<Probe>(&path("/r/b"))
+        .endpoint::<ProbeProtocol>(&path("/r/b"))
         .tell(Crash("b broke"))
         .unwrap();
     eventually("b restarted", || {
@@ -103,7 +104,7 @@ async fn one_for_all_stops_the_others_in_reverse_and_restarts_all_in_order() {
     journal.clear();
 
     cluster
-        .endpoint::<Probe>(&path("/r/b"))
+        .endpoint::<ProbeProtocol>(&path("/r/b"))
         .tell(Crash("b broke"))
         .unwrap();
     eventually("all restarted", || journal.lines().len() == 6).await;
@@ -137,7 +138,7 @@ async fn rest_for_one_restarts_the_failed_child_and_those_after_it() {
     journal.clear();
 
     cluster
-        .endpoint::<Probe>(&path("/r/b"))
+        .endpoint::<ProbeProtocol>(&path("/r/b"))
         .tell(Crash("b broke"))
         .unwrap();
     eventually("b and c restarted", || journal.lines().len() == 4).await;
@@ -187,24 +188,27 @@ async fn restart_types_decide_who_comes_back() {
     eventually("children started", || journal.lines().len() == 5).await;
 
     // A permanent child comes back even after a normal stop.
-    cluster.endpoint::<Probe>(&path("/r/perm")).tell(Finish).unwrap();
+    cluster
+        .endpoint::<ProbeProtocol>(&path("/r/perm"))
+        .tell(Finish)
+        .unwrap();
     // A transient child that ends normally stays down...
     cluster
-        .endpoint::<Probe>(&path("/r/trans-ok"))
+        .endpoint::<ProbeProtocol>(&path("/r/trans-ok"))
         .tell(Finish)
         .unwrap();
     // ...but comes back after a panic or a non-zero exit.
     cluster
-        .endpoint::<Probe>(&path("/r/trans-bad"))
+        .endpoint::<ProbeProtocol>(&path("/r/trans-bad"))
         .tell(Crash("transient crash"))
         .unwrap();
     cluster
-        .endpoint::<Probe>(&path("/r/trans-exit"))
+        .endpoint::<ProbeProtocol>(&path("/r/trans-exit"))
         .tell(ExitWith(3))
         .unwrap();
     // A temporary child never comes back.
     cluster
-        .endpoint::<Probe>(&path("/r/temp"))
+        .endpoint::<ProbeProtocol>(&path("/r/temp"))
         .tell(Crash("temporary crash"))
         .unwrap();
 
@@ -217,7 +221,7 @@ async fn restart_types_decide_who_comes_back() {
     })
     .await;
     let children = cluster
-        .endpoint::<Supervisor>(&root)
+        .endpoint::<SupervisorProtocol>(&root)
         .ask(WhichChildren, Duration::from_secs(1))
         .await
         .unwrap();
@@ -252,7 +256,10 @@ async fn intensity_escalates_through_two_levels() {
     // Three crashes of w: mid restarts it twice, then gives up; root restarts mid.
     for n in 1..=3u64 {
         eventually("w running", || cluster.registry().incarnation(&w) == Some(n)).await;
-        cluster.endpoint::<Probe>(&w).tell(Crash("w crash")).unwrap();
+        cluster
+            .endpoint::<ProbeProtocol>(&w)
+            .tell(Crash("w crash"))
+            .unwrap();
     }
     eventually("mid restarted by root", || {
         cluster.registry().incarnation(&path("/root/mid")) == Some(2)
@@ -284,7 +291,10 @@ async fn intensity_escalates_through_two_levels() {
     // Three more: mid gives up again, and that is root's second restart within its period.
     for n in 4..=6u64 {
         eventually("w running", || cluster.registry().incarnation(&w) == Some(n)).await;
-        cluster.endpoint::<Probe>(&w).tell(Crash("w crash")).unwrap();
+        cluster
+            .endpoint::<ProbeProtocol>(&w)
+            .tell(Crash("w crash"))
+            .unwrap();
     }
     let reason = cluster.wait_ended(&root, Duration::from_secs(5)).await;
     let Some(ExitReason::Escalated { message }) = reason else {
@@ -311,7 +321,10 @@ async fn restarts_outside_the_period_do_not_add_up() {
     let w = path("/r/w");
     for n in 1..=4u64 {
         eventually("w running", || cluster.registry().incarnation(&w) == Some(n)).await;
-        cluster.endpoint::<Probe>(&w).tell(Crash("crash")).unwrap();
+        cluster
+            .endpoint::<ProbeProtocol>(&w)
+            .tell(Crash("crash"))
+            .unwrap();
         cluster.clock().advance(Duration::from_secs(6)).await;
     }
     eventually("w restarted a 4th time", || {
@@ -400,7 +413,10 @@ async fn a_panic_while_stopping_after_a_panic_does_not_abort() {
         .unwrap();
     let w = path("/r/w");
     eventually("w running", || cluster.registry().incarnation(&w) == Some(1)).await;
-    cluster.endpoint::<Probe>(&w).tell(Crash("first panic")).unwrap();
+    cluster
+        .endpoint::<ProbeProtocol>(&w)
+        .tell(Crash("first panic"))
+        .unwrap();
     eventually("w restarted", || cluster.registry().incarnation(&w) == Some(2)).await;
     // The first panic is the reason; the second is logged, not fatal.
     let failed = events_for(&cluster, "actor_failed", "/r/w");
@@ -410,7 +426,7 @@ async fn a_panic_while_stopping_after_a_panic_does_not_abort() {
         .starts_with("panic: first panic"));
     assert_eq!(events(&cluster, "cleanup_panicked").len(), 1);
     // A panic in stopped() during a normal stop makes that stop a failure.
-    cluster.endpoint::<Probe>(&w).tell(Finish).unwrap();
+    cluster.endpoint::<ProbeProtocol>(&w).tell(Finish).unwrap();
     eventually("w restarted again", || {
         cluster.registry().incarnation(&w) == Some(3)
     })
@@ -436,7 +452,7 @@ async fn a_peer_addressing_by_path_reaches_the_restarted_actor() {
         .unwrap();
     let w = path("/r/w");
     eventually("w running", || cluster.registry().incarnation(&w) == Some(1)).await;
-    let ep = cluster.endpoint::<Probe>(&w);
+    let ep = cluster.endpoint::<ProbeProtocol>(&w);
 
     let mut answered_by = Vec::new();
     let mut errors = 0;
@@ -489,7 +505,7 @@ async fn backoff_delays_restarts_on_the_cluster_clock() {
     cluster.start_root("r", spec).unwrap();
     let w = path("/r/w");
     eventually("w running", || cluster.registry().incarnation(&w) == Some(1)).await;
-    cluster.endpoint::<Probe>(&w).tell(Crash("one")).unwrap();
+    cluster.endpoint::<ProbeProtocol>(&w).tell(Crash("one")).unwrap();
     eventually("w down", || !cluster.registry().contains(&w)).await;
     cluster.clock().advance(Duration::from_millis(99)).await;
     assert!(!cluster.registry().contains(&w), "restarted before its backoff");
@@ -499,7 +515,7 @@ async fn backoff_delays_restarts_on_the_cluster_clock() {
     })
     .await;
     // The second restart in the period waits twice as long.
-    cluster.endpoint::<Probe>(&w).tell(Crash("two")).unwrap();
+    cluster.endpoint::<ProbeProtocol>(&w).tell(Crash("two")).unwrap();
     eventually("w down", || !cluster.registry().contains(&w)).await;
     cluster.clock().advance(Duration::from_millis(199)).await;
     assert!(!cluster.registry().contains(&w));
@@ -517,7 +533,7 @@ async fn dynamic_children_are_added_and_removed() {
     let root = cluster
         .start_root("r", SupervisorSpec::new(Strategy::OneForOne))
         .unwrap();
-    let sup = cluster.endpoint::<Supervisor>(&root);
+    let sup = cluster.endpoint::<SupervisorProtocol>(&root);
     let t = Duration::from_secs(1);
     let p = sup
         .ask(
@@ -593,7 +609,7 @@ async fn a_child_that_will_not_stop_is_aborted_after_its_shutdown_timeout() {
     let root = cluster
         .start_root("r", SupervisorSpec::new(Strategy::OneForOne))
         .unwrap();
-    let sup = cluster.endpoint::<Supervisor>(&root);
+    let sup = cluster.endpoint::<SupervisorProtocol>(&root);
     let t = Duration::from_secs(1);
     sup.ask(
         StartChild(spec.shutdown(Shutdown::Timeout(Duration::from_secs(2)))),
@@ -797,12 +813,12 @@ async fn a_significant_child_ending_shuts_its_supervisor_down_with_its_reason() 
     let c = path("/nm/container_1_0001_01_000001");
     eventually("started", || journal.lines().len() == 2).await;
     cluster
-        .endpoint::<Watcher>(&path("/nm/watcher"))
+        .endpoint::<WatcherProtocol>(&path("/nm/watcher"))
         .tell(WatchPath(c.clone()))
         .unwrap();
     cluster.clock().advance(Duration::from_millis(1)).await;
     cluster
-        .endpoint::<Probe>(&c.child("am").unwrap())
+        .endpoint::<ProbeProtocol>(&c.child("am").unwrap())
         .tell(ExitWith(15))
         .unwrap();
     eventually("container ended", || !seen.lock().unwrap().is_empty()).await;
@@ -824,7 +840,7 @@ async fn the_start_hook_sees_every_incarnation_even_one_that_ends_at_once() {
     let root = cluster
         .start_root("r", SupervisorSpec::new(Strategy::OneForOne))
         .unwrap();
-    let sup = cluster.endpoint::<Supervisor>(&root);
+    let sup = cluster.endpoint::<SupervisorProtocol>(&root);
     let seen: Arc<std::sync::Mutex<Vec<Arc<sparkyard::runtime::cell::CellShared>>>> = Arc::default();
     let hook_seen = seen.clone();
     let spec = ChildSpec::try_worker("short", |_, _| -> Result<Probe, String> {
@@ -843,4 +859,33 @@ async fn the_start_hook_sees_every_incarnation_even_one_that_ends_at_once() {
         Some(reason) => assert_eq!(reason.exit_code(), 1, "{reason}"),
         None => panic!("an ended incarnation has its reason"),
     }
+}
+
+/// A reference is typed by the protocol its target speaks, not by the target's type: a ref
+/// in a protocol the actor does not speak is refused at the message, naming both; the same
+/// path addressed in a protocol it speaks is reached.
+#[actix_rt::test]
+async fn a_ref_in_a_protocol_the_actor_does_not_speak_is_refused_naming_both() {
+    let cluster = cluster();
+    let journal = Journal::default();
+    cluster
+        .start_root("r", three(Strategy::OneForOne, &journal))
+        .unwrap();
+    eventually("children started", || journal.lines().len() == 3).await;
+    let wrong = cluster.endpoint::<WatcherProtocol>(&path("/r/a"));
+    let err = wrong.tell(WatchPath(path("/r/b"))).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the actor at /r/a is a Probe, which does not speak WatcherProtocol"
+    );
+    let asked = wrong
+        .speaking::<ProbeProtocol>()
+        .ask(Ping, Duration::from_secs(5))
+        .await;
+    assert!(asked.is_ok(), "{asked:?}");
+    let sup = cluster.endpoint::<ProbeProtocol>(&path("/r"));
+    assert_eq!(
+        sup.tell(Ping).unwrap_err().to_string(),
+        "the actor at /r is a Supervisor, which does not speak ProbeProtocol"
+    );
 }

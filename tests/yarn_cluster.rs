@@ -17,10 +17,10 @@ use sparkyard::logs::ctx::Instrumented;
 use sparkyard::rpc::EndpointRef;
 use sparkyard::runtime::{ActorPath, KillMode, PartitionMode};
 use sparkyard::scheduler::messages::RequestExecutors;
-use sparkyard::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
+use sparkyard::scheduler::messages::YarnSchedulerProtocol;
 use sparkyard::yarn::node::rm_path;
+use sparkyard::yarn::protocol::ApplicationClientProtocol;
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
-use sparkyard::yarn::resource_manager::ResourceManager;
 
 use common::inproc::Node;
 
@@ -444,7 +444,7 @@ async fn new_executors_go_to_the_preferred_host() {
         .into_iter()
         .find(|a| a.path.as_str().ends_with("/driver/yarn-scheduler-endpoint"))
         .expect("the driver's YarnSchedulerEndpoint");
-    let ep: EndpointRef<YarnSchedulerEndpoint> = node.cluster.endpoint(&yse.path);
+    let ep: EndpointRef<YarnSchedulerProtocol> = node.cluster.endpoint(&yse.path);
     let mut req = RequestExecutors::default();
     req.resource_profile_to_total_execs.insert(0, 3);
     req.num_locality_aware_tasks_per_resource_profile_id.insert(0, 20);
@@ -544,7 +544,7 @@ fn start_client_mode(
         args: parsed,
         conf,
         rm: node.rm.clone(),
-        local_rm: Some(node.cluster.endpoint::<ResourceManager>(&rm_path())),
+        local_rm: Some(node.cluster.endpoint::<ApplicationClientProtocol>(&rm_path())),
         done: Arc::new(std::sync::Mutex::new(Some(tx))),
     });
     let spec = SupervisorSpec::new(Strategy::OneForOne).child(

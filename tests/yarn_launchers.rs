@@ -10,6 +10,7 @@ use sparkyard::conf::{NodeSpec, SparkConf};
 use sparkyard::runtime::{ChildSpec, Cluster, ExitReason, Me, Restart};
 use sparkyard::yarn::launcher::{Launch, LauncherRegistry, Process};
 use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
+use sparkyard::yarn::protocol::ApplicationClientProtocol;
 use sparkyard::yarn::protocol::{
     GetApplicationReport, GetContainerOutput, GetNewApplication, ReportWait, SubmitApplication,
 };
@@ -17,7 +18,6 @@ use sparkyard::yarn::records::{
     ApplicationReport, ApplicationSubmissionContext, ContainerLaunchContext, FinalApplicationStatus,
     Resource, YarnApplicationState,
 };
-use sparkyard::yarn::resource_manager::ResourceManager;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -27,6 +27,8 @@ struct Exits {
     code: i32,
     message: String,
 }
+
+sparkyard::speaks!(Exits);
 
 impl Actor for Exits {
     type Context = Context<Self>;
@@ -79,7 +81,7 @@ async fn node(launchers: LauncherRegistry) -> Cluster {
 
 /// Submits an application whose AM runs `command` once, and waits for its final report.
 async fn run_am(cluster: &Cluster, command: &[&str]) -> ApplicationReport {
-    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    let rm = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
     let app = rm.ask(GetNewApplication, WAIT).await.unwrap().unwrap();
     let submission = ApplicationSubmissionContext {
         app_id: app.app_id,
@@ -164,7 +166,7 @@ async fn a_command_the_registry_cannot_start_fails_at_launch_with_exit_status_1(
             report.diagnostics
         );
         // The process printed its problem on its stdout, which the NodeManager keeps.
-        let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+        let rm = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
         let output = rm
             .ask(
                 GetContainerOutput {

@@ -26,6 +26,7 @@ use super::config;
 use super::{fail, EXIT_BAD_INPUT, EXIT_OK};
 use crate::conf::{self, SparkConf};
 use crate::deploy::client::RmConnection;
+use crate::deploy::spark_submit::SubmitProtocol;
 use crate::deploy::spark_submit::{Interrupt, SparkSubmit, SubmitPlan, SubmitState};
 use crate::deploy::spark_submit_arguments::{
     self as ssa, SparkSubmitAction, SparkSubmitArguments, SubmitArgsError,
@@ -35,7 +36,7 @@ use crate::runtime::{
     ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, SupervisorSpec,
 };
 use crate::yarn::node::{rm_path, start_node, wait_ready};
-use crate::yarn::resource_manager::ResourceManager;
+use crate::yarn::protocol::ApplicationClientProtocol;
 
 const WHO: &str = "sparkyard submit";
 
@@ -206,7 +207,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
             Target::Embedded(nodes) => {
                 start_node(&cluster, &conf, nodes, &super::roles::launchers(), &super::local_hostname(), None)?;
                 wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
-                let ep = cluster.endpoint::<ResourceManager>(&rm_path());
+                let ep = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
                 (RmConnection::Local(ep.clone()), Some(ep))
             }
             Target::Node(addr) => (RmConnection::remote(addr), None),
@@ -233,7 +234,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
             );
         let chaos = chaos.map(|p| start_chaos(&cluster, p));
         let root = cluster.start_root("submit", spec).map_err(|e| e.to_string())?;
-        let submit = cluster.endpoint::<SparkSubmit>(&ActorPath::from_trusted("/submit/spark-submit".into()));
+        let submit = cluster.endpoint::<SubmitProtocol>(&ActorPath::from_trusted("/submit/spark-submit".into()));
         match super::node::Signals::install() {
             Ok(mut signals) => {
                 actix::spawn(async move {

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use crate::conf::{self, SparkConf};
 use crate::runtime::supervisor::TerminateChild;
-use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervisor, SupervisorSpec};
+use crate::runtime::SupervisorProtocol;
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSpec};
 use crate::scheduler::barrier_coordinator::{
     BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
 };
@@ -41,9 +42,12 @@ use crate::scheduler::executor_allocation_manager::{
 use crate::scheduler::heartbeat_receiver::{
     HeartbeatConfig, HeartbeatListener, HeartbeatReceiver, HeartbeatState, HEARTBEAT_RECEIVER_SEGMENT,
 };
+use crate::scheduler::listener_bus::ListenerBusProtocol;
 use crate::scheduler::listener_bus::{
     BusCounters, BusState, ListenerBusRef, LiveListenerBus, SparkListener, StopBus,
 };
+use crate::scheduler::messages::DriverProtocol;
+use crate::scheduler::messages::YarnSchedulerProtocol;
 use crate::scheduler::messages::{RequestExecutors, StopExecutors};
 use crate::scheduler::revive_timer::ReviveTimer;
 use crate::scheduler::speculation_timer::SpeculationTimer;
@@ -314,7 +318,7 @@ pub fn driver_spec(
 /// already gone is skipped.
 pub async fn stop_driver(cluster: &Cluster, paths: &DriverPaths, bound: Duration) {
     // The allocation manager first, so it asks for nothing more (Spark stops it first too).
-    let driver = cluster.endpoint::<Supervisor>(&paths.driver);
+    let driver = cluster.endpoint::<SupervisorProtocol>(&paths.driver);
     if cluster.registry().contains(&paths.executor_allocation_manager) {
         let _ = driver
             .ask(
@@ -323,12 +327,12 @@ pub async fn stop_driver(cluster: &Cluster, paths: &DriverPaths, bound: Duration
             )
             .await;
     }
-    let yse = cluster.endpoint::<YarnSchedulerEndpoint>(&paths.yarn_scheduler);
+    let yse = cluster.endpoint::<YarnSchedulerProtocol>(&paths.yarn_scheduler);
     let _ = yse.ask(RequestExecutors::default(), bound).await;
-    let de = cluster.endpoint::<DriverEndpoint>(&paths.driver_endpoint);
+    let de = cluster.endpoint::<DriverProtocol>(&paths.driver_endpoint);
     let _ = de.ask(StopExecutors, bound).await;
-    let bus = cluster.endpoint::<LiveListenerBus>(&paths.listener_bus);
+    let bus = cluster.endpoint::<ListenerBusProtocol>(&paths.listener_bus);
     let _ = bus.ask(StopBus, bound).await;
-    let sup = cluster.endpoint::<Supervisor>(&paths.parent);
+    let sup = cluster.endpoint::<SupervisorProtocol>(&paths.parent);
     let _ = sup.ask(TerminateChild(DRIVER_SEGMENT.to_string()), bound).await;
 }

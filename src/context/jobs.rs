@@ -17,8 +17,9 @@ use crate::rdd::{Lineage, RddId, ResultFunc, ShuffleId, Value};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::blocking::block_on;
 use crate::runtime::{ActorPath, CancelToken, Cluster};
-use crate::scheduler::dag_scheduler::{CancelJobs, DAGScheduler, SubmitJob};
-use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::dag_scheduler::DagSchedulerProtocol;
+use crate::scheduler::dag_scheduler::{CancelJobs, SubmitJob};
+use crate::scheduler::messages::DriverProtocol;
 use crate::scheduler::messages::GetExecutors;
 
 /// How often a waiting application thread looks at its cancellation token.
@@ -64,13 +65,13 @@ impl DriverJobRunner {
         }
     }
 
-    fn dag(&self) -> EndpointRef<DAGScheduler> {
+    fn dag(&self) -> EndpointRef<DagSchedulerProtocol> {
         self.cluster.endpoint(&self.dag)
     }
 
     /// The registered executors' cores.
     pub fn total_cores(&self) -> u32 {
-        let de: EndpointRef<DriverEndpoint> = self.cluster.endpoint(&self.driver_endpoint);
+        let de: EndpointRef<DriverProtocol> = self.cluster.endpoint(&self.driver_endpoint);
         block_on(&self.cluster, de.ask(GetExecutors, self.bound), self.bound)
             .ok()
             .and_then(|r| r.ok())

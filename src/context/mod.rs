@@ -30,11 +30,13 @@ use crate::rdd::Value;
 use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
 use crate::runtime::supervisor::StartChild;
-use crate::runtime::{ActorPath, CancelToken, Cancelled, Cluster, Supervisor};
-use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::runtime::SupervisorProtocol;
+use crate::runtime::{ActorPath, CancelToken, Cancelled, Cluster};
 use crate::scheduler::event_logging_listener::EventLoggingListener;
 use crate::scheduler::events::SparkListenerEvent;
-use crate::scheduler::listener_bus::{AddListener, ListenerBusRef, LiveListenerBus, SparkListener};
+use crate::scheduler::listener_bus::ListenerBusProtocol;
+use crate::scheduler::listener_bus::{AddListener, ListenerBusRef, SparkListener};
+use crate::scheduler::messages::DriverProtocol;
 use crate::scheduler::messages::{AwaitExecutors, ExecutorSummary, GetExecutors};
 
 /// How an application's `main` failed: Spark's exception, or SparkUserAppException's
@@ -230,7 +232,7 @@ impl SparkContext {
         let paths = DriverPaths::under(&parent);
         let (spec, bus) = driver_spec(&conf, &paths, &env.cluster);
         let start_time = env.cluster.clock().epoch_millis();
-        let sup = env.cluster.endpoint::<Supervisor>(&parent);
+        let sup = env.cluster.endpoint::<SupervisorProtocol>(&parent);
         let started = block_on(&env.cluster, sup.ask(StartChild(spec), bound), bound)
             .map_err(|e| AppError::Exception(format!("cannot start the driver: {e}")))?
             .map_err(|e| AppError::Exception(format!("cannot start the driver: {e}")))?
@@ -348,7 +350,7 @@ impl SparkContext {
         &self.core.env.conf
     }
 
-    fn driver(&self) -> EndpointRef<DriverEndpoint> {
+    fn driver(&self) -> EndpointRef<DriverProtocol> {
         self.core.env.cluster.endpoint(&self.core.paths.driver_endpoint)
     }
 
@@ -502,7 +504,7 @@ impl ContextCore {
 
 fn add_listener(env: &AppEnv, paths: &DriverPaths, listener: Box<dyn SparkListener>) -> Result<(), AppError> {
     let bound = ask_bound(&env.conf);
-    let bus = env.cluster.endpoint::<LiveListenerBus>(&paths.listener_bus);
+    let bus = env.cluster.endpoint::<ListenerBusProtocol>(&paths.listener_bus);
     block_on(&env.cluster, bus.ask(AddListener(listener), bound), bound)
         .map_err(|e| AppError::Exception(format!("cannot register a listener: {e}")))?
         .map_err(|e| AppError::Exception(format!("cannot register a listener: {e}")))

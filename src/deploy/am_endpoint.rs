@@ -15,18 +15,20 @@
 
 use std::time::Duration;
 
-use actix::dev::ToEnvelope;
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use tokio::sync::oneshot;
 
-use super::application_master::{ApplicationMaster, Finish};
-use super::reporter::{Reporter, ResetAllocatorInterval};
-use super::yarn_allocator::{EnqueueLossReason, KillExecutor, RequestTotalExecutors, YarnAllocator};
+use super::application_master::Finish;
+use super::reporter::ResetAllocatorInterval;
+use super::yarn_allocator::{EnqueueLossReason, KillExecutor, RequestTotalExecutors};
+use crate::deploy::application_master::AmLifecycleProtocol;
+use crate::deploy::reporter::ReporterProtocol;
+use crate::deploy::yarn_allocator::AllocatorProtocol;
 use crate::rpc::{AskError, EndpointRef};
+use crate::runtime::protocol::Carries;
 use crate::runtime::{ActorPath, Me};
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::*;
-use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use crate::yarn::records::FinalApplicationStatus;
 
 /// How long a loss-reason answer may take before the allocator is assumed gone.
@@ -39,15 +41,14 @@ const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// Asks the allocator, again while it cannot be reached (it is restarting).
 async fn ask_allocator<M>(
-    allocator: &EndpointRef<YarnAllocator>,
+    allocator: &EndpointRef<AllocatorProtocol>,
     msg: M,
     timeout: Duration,
 ) -> Result<M::Result, AskError>
 where
     M: Message + Clone + Send + 'static,
     M::Result: Send,
-    YarnAllocator: Handler<M>,
-    <YarnAllocator as Actor>::Context: ToEnvelope<YarnAllocator, M>,
+    AllocatorProtocol: Carries<M>,
 {
     allocator
         .ask_while_restarting(msg, timeout, ALLOCATOR_TRIES, RETRY_DELAY)
@@ -57,9 +58,9 @@ where
 /// The AMEndpoint actor; see the module docs.
 pub struct AmEndpoint {
     me: Me,
-    allocator: EndpointRef<YarnAllocator>,
-    reporter: EndpointRef<Reporter>,
-    am: EndpointRef<ApplicationMaster>,
+    allocator: EndpointRef<AllocatorProtocol>,
+    reporter: EndpointRef<ReporterProtocol>,
+    am: EndpointRef<AmLifecycleProtocol>,
     driver: ActorPath,
 }
 
@@ -79,7 +80,7 @@ impl Actor for AmEndpoint {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Context<Self>) {
-        let yse: EndpointRef<YarnSchedulerEndpoint> = self.me.endpoint(&self.driver);
+        let yse: EndpointRef<YarnSchedulerProtocol> = self.me.endpoint(&self.driver);
         tracing::info!(
             driver = self.driver.as_str(),
             "Registering the AMEndpoint with the driver at {}",
@@ -192,3 +193,5 @@ impl Handler<Shutdown> for AmEndpoint {
         });
     }
 }
+
+crate::speaks!(AmEndpoint: AmProtocol);

@@ -41,18 +41,19 @@ use super::reporter::Reporter;
 use super::yarn_allocator::{AllocateResources, AllocatorConfig, AllocatorKept, YarnAllocator};
 use crate::conf::{self, SparkConf};
 use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths};
+use crate::deploy::yarn_allocator::AllocatorProtocol;
 use crate::executor::backend::DRIVER_RESTART_WAIT;
 use crate::logs::output::OutputSink;
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::watch::{back_at, ended_by_failure};
-use crate::runtime::{
-    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
-};
+use crate::runtime::SupervisorProtocol;
+use crate::runtime::{ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Terminated};
 use crate::yarn::launcher::{Launch, Process};
+use crate::yarn::protocol::ApplicationMasterProtocol;
 use crate::yarn::protocol::{FinishApplicationMaster, RegisterApplicationMaster};
 use crate::yarn::records::{ApplicationAttemptId, Container, FinalApplicationStatus};
-use crate::yarn::resource_manager::{ask_rm, ResourceManager};
+use crate::yarn::resource_manager::ask_rm;
 
 /// ApplicationMaster exit codes ("no reason behind the values").
 pub mod exit_code {
@@ -117,7 +118,7 @@ pub struct Finish {
 /// and waits until it resumes the driver. Returns why not, if it will not.
 pub fn spark_context_initialized(env: &AppEnv, am: &ActorPath, paths: &DriverPaths) -> Result<(), String> {
     let (tx, rx) = sync_channel(1);
-    let ep: EndpointRef<ApplicationMaster> = env.cluster.endpoint(am);
+    let ep: EndpointRef<AmLifecycleProtocol> = env.cluster.endpoint(am);
     ep.tell(SparkContextInitialized {
         driver: paths.clone(),
         resume: tx,
@@ -156,7 +157,7 @@ const REPORTER: &str = "reporter";
 pub struct ApplicationMaster {
     me: Me,
     ctx: AmContext,
-    rm: EndpointRef<ResourceManager>,
+    rm: EndpointRef<ApplicationMasterProtocol>,
     /// The `am` supervisor (this actor's parent), under which the AM's other actors start.
     am_sup: ActorPath,
     registered: bool,
@@ -259,7 +260,7 @@ impl ApplicationMaster {
             app_id: self.ctx.attempt_id.app.to_string(),
             attempt: self.ctx.attempt_id.attempt,
         };
-        let am: EndpointRef<ApplicationMaster> = self.me.endpoint(self.me.path());
+        let am: EndpointRef<AmLifecycleProtocol> = self.me.endpoint(self.me.path());
         let log = self.me.log_ctx().clone();
         tracing::info!(
             class = class.as_str(),
@@ -358,7 +359,7 @@ impl ApplicationMaster {
     fn create_allocator(&mut self, ctx: &mut Context<Self>, driver_yse: ActorPath) {
         let conf = self.ctx.conf.clone();
         let supervision = crate::conf::supervision(&conf).unwrap_or_default();
-        let sup = self.me.endpoint::<Supervisor>(&self.am_sup);
+        let sup = self.me.endpoint::<SupervisorProtocol>(&self.am_sup);
         let allocator_path = self.child_path(ALLOCATOR);
         let launcher_path = self.child_path(LAUNCHER);
         let reporter_path = self.child_path(REPORTER);
@@ -412,7 +413,7 @@ impl ApplicationMaster {
             Reporter::new(me, &c2, ap2.clone(), am2.clone())
         })
         .shutdown(crate::runtime::Shutdown::Timeout(shutdown));
-        let allocator_ref: EndpointRef<YarnAllocator> = self.me.endpoint(&allocator_path);
+        let allocator_ref: EndpointRef<AllocatorProtocol> = self.me.endpoint(&allocator_path);
         let clock = self.me.clock().clone();
         let fut = async move {
             for spec in [launcher, allocator, endpoint] {
@@ -504,7 +505,7 @@ impl ApplicationMaster {
                 "Not unregistering: the attempt failed and is not the last, so YARN will try again"
             );
         }
-        let sup = self.me.endpoint::<Supervisor>(&self.am_sup);
+        let sup = self.me.endpoint::<SupervisorProtocol>(&self.am_sup);
         let cluster = self.me.cluster().clone();
         let driver = self.driver.clone().filter(|_| self.ctx.mode == AmMode::Cluster);
         let rm = self.rm.clone();
@@ -860,6 +861,14 @@ pub fn am_subtree_spec(ctx: AmContext) -> ChildSpec {
     .restart(Restart::Temporary)
     .significant(true)
 }
+
+crate::protocol! {
+    /// The ApplicationMaster's lifecycle: the SparkContext is up (cluster mode), the user
+    /// class finished, finish with a status.
+    pub AmLifecycleProtocol { SparkContextInitialized, UserClassFinished, Finish }
+}
+
+crate::speaks!(ApplicationMaster: AmLifecycleProtocol);
 
 #[cfg(test)]
 mod tests {

@@ -35,12 +35,12 @@ use super::am_args::{am_command_args, AmArgs};
 use super::resources::{am_container, executor_memory};
 use crate::cli::roles::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use crate::conf::{self, SparkConf};
+use crate::deploy::spark_submit::SubmitProtocol;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Kept, Me};
 use crate::yarn::client_service;
 use crate::yarn::protocol::*;
 use crate::yarn::records::*;
-use crate::yarn::resource_manager::ResourceManager;
 
 /// The name of the configuration file the AM container is given.
 pub const SPARK_CONF_FILE: &str = "__spark_conf__.properties";
@@ -57,7 +57,7 @@ pub fn current_user() -> String {
 #[derive(Clone)]
 pub enum RmConnection {
     /// The embedded cluster's RM, in this process.
-    Local(EndpointRef<ResourceManager>),
+    Local(EndpointRef<ApplicationClientProtocol>),
     /// A running `sparkyard node`, over TCP.
     Remote {
         addr: String,
@@ -795,7 +795,7 @@ impl Client {
         self.state.lock().outcome = Some(outcome.clone());
         let _ = self
             .me
-            .endpoint::<super::spark_submit::SparkSubmit>(&self.report_to)
+            .endpoint::<SubmitProtocol>(&self.report_to)
             .tell(ClientFinished(outcome));
         let me = self.me.clone();
         me.exit(ctx, ExitReason::Normal);
@@ -932,3 +932,11 @@ impl Handler<KillFollowedApplication> for Client {
         }
     }
 }
+
+crate::protocol! {
+    /// What the YARN Client is told while it follows its application: kill it (the user's
+    /// interrupt with spark.yarn.submit.waitAppCompletion).
+    pub ClientControlProtocol { KillFollowedApplication }
+}
+
+crate::speaks!(Client: ClientControlProtocol);

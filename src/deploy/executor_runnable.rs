@@ -21,13 +21,15 @@ use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
-use super::yarn_allocator::{LaunchResult, RedriveLaunches, YarnAllocator};
+use super::yarn_allocator::{LaunchResult, RedriveLaunches};
 use crate::cli::roles::{build_command, ROLE_EXECUTOR};
 use crate::conf::{Redactor, SparkConf};
+use crate::deploy::yarn_allocator::AllocatorProtocol;
 use crate::executor::args::{executor_command, ExecutorArgs};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::{ActorPath, Me};
-use crate::yarn::node_manager::{node_manager_path, NodeManager};
+use crate::yarn::node_manager::node_manager_path;
+use crate::yarn::protocol::ContainerManagementProtocol;
 use crate::yarn::protocol::StartContainer;
 use crate::yarn::records::{Container, ContainerLaunchContext};
 
@@ -168,8 +170,9 @@ impl ContainerLauncher {
                 r.executor_id,
                 r.resource_profile_id
             );
-            let nm: EndpointRef<NodeManager> = self.me.endpoint(&node_manager_path(&r.container.node));
-            let allocator: EndpointRef<YarnAllocator> = self.me.endpoint(&job.reply_to);
+            let nm: EndpointRef<ContainerManagementProtocol> =
+                self.me.endpoint(&node_manager_path(&r.container.node));
+            let allocator: EndpointRef<AllocatorProtocol> = self.me.endpoint(&job.reply_to);
             let start = StartContainer {
                 container: r.container.clone(),
                 launch,
@@ -219,7 +222,7 @@ impl Actor for ContainerLauncher {
     fn started(&mut self, _: &mut Context<Self>) {
         if self.me.incarnation() > 1 {
             tracing::info!("Container launcher restarted; asking the allocator for the launches in flight");
-            let allocator: EndpointRef<YarnAllocator> = self.me.endpoint(&self.allocator);
+            let allocator: EndpointRef<AllocatorProtocol> = self.me.endpoint(&self.allocator);
             if let Err(e) = allocator.tell(RedriveLaunches) {
                 // A restarting allocator hands its launches over again by itself.
                 tracing::warn!("cannot reach the allocator: {e}");
@@ -236,3 +239,11 @@ impl Handler<LaunchExecutor> for ContainerLauncher {
         self.pump(ctx);
     }
 }
+
+crate::protocol! {
+    /// What the AM's ContainerLauncher (Spark's launcher pool) is asked: start an executor
+    /// in an allocated container.
+    pub LauncherProtocol { LaunchExecutor }
+}
+
+crate::speaks!(ContainerLauncher: LauncherProtocol);

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle, WrapFuture};
 
-use super::application_master::{exit_code, ApplicationMaster, Finish};
-use super::yarn_allocator::{
-    AllocateError, AllocateResources, AllocatorStatus, GetAllocatorStatus, YarnAllocator,
-};
+use super::application_master::{exit_code, Finish};
+use super::yarn_allocator::{AllocateError, AllocateResources, AllocatorStatus, GetAllocatorStatus};
 use crate::conf::{self, SparkConf};
+use crate::deploy::application_master::AmLifecycleProtocol;
+use crate::deploy::yarn_allocator::AllocatorProtocol;
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_later;
 use crate::runtime::{ActorPath, Me};
@@ -34,8 +34,8 @@ pub struct ResetAllocatorInterval;
 /// The reporter actor; see the module docs.
 pub struct Reporter {
     me: Me,
-    allocator: EndpointRef<YarnAllocator>,
-    am: EndpointRef<ApplicationMaster>,
+    allocator: EndpointRef<AllocatorProtocol>,
+    am: EndpointRef<AmLifecycleProtocol>,
     heartbeat: Duration,
     initial: Duration,
     next: Duration,
@@ -229,3 +229,10 @@ impl Handler<ResetAllocatorInterval> for Reporter {
         self.schedule(ctx, self.initial.saturating_sub(since));
     }
 }
+
+crate::protocol! {
+    /// What the AM's Reporter is told: allocate again at the fast interval.
+    pub ReporterProtocol { ResetAllocatorInterval }
+}
+
+crate::speaks!(Reporter: ReporterProtocol);

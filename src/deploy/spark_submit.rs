@@ -40,15 +40,15 @@ use super::spark_submit_arguments::{SparkSubmitAction, SparkSubmitArguments};
 use super::yarn_client_backend::ClientModeLauncher;
 use crate::conf::SparkConf;
 use crate::context::{AppEnv, AppError, DriverMode};
+use crate::deploy::client::ClientControlProtocol;
 use crate::logs::output::OutputSink;
 use crate::rpc::EndpointRef;
 use crate::runtime::supervisor::{StartChild, SupervisorError, WhichChildren};
 use crate::runtime::timers::run_later;
-use crate::runtime::{
-    ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Supervisor, Terminated,
-};
+use crate::runtime::SupervisorProtocol;
+use crate::runtime::{ActorPath, CancelToken, ChildSpec, ExitReason, Kept, Me, Restart, Terminated};
+use crate::yarn::protocol::ApplicationClientProtocol;
 use crate::yarn::records::ApplicationId;
-use crate::yarn::resource_manager::ResourceManager;
 
 /// Spark's exit status when the main class cannot be loaded.
 pub const CLASS_NOT_FOUND_EXIT_STATUS: i32 = 101;
@@ -67,7 +67,7 @@ pub struct SubmitPlan {
     pub conf: Arc<SparkConf>,
     pub rm: RmConnection,
     /// The embedded RM, when there is one (client mode needs it).
-    pub local_rm: Option<EndpointRef<ResourceManager>>,
+    pub local_rm: Option<EndpointRef<ApplicationClientProtocol>>,
     /// Where the exit status goes.
     pub done: Arc<Mutex<Option<oneshot::Sender<i32>>>>,
 }
@@ -276,7 +276,7 @@ impl SparkSubmit {
             )
         })
         .restart(Restart::Transient);
-        let sup = self.me.endpoint::<Supervisor>(&self.supervisor_path());
+        let sup = self.me.endpoint::<SupervisorProtocol>(&self.supervisor_path());
         ctx.spawn(
             async move { sup.ask(StartChild(spec), Duration::from_secs(30)).await }
                 .into_actor(self)
@@ -313,7 +313,7 @@ impl SparkSubmit {
             return;
         }
         // Not running and no outcome: /submit is restarting it, or no longer has it.
-        let sup = self.me.endpoint::<Supervisor>(&self.supervisor_path());
+        let sup = self.me.endpoint::<SupervisorProtocol>(&self.supervisor_path());
         ctx.spawn(
             async move { sup.ask(WhichChildren, Duration::from_secs(10)).await }
                 .into_actor(self)
@@ -402,7 +402,7 @@ impl SparkSubmit {
             attempt: 1,
         };
         // By path, so a restarted SparkSubmit gets it; kept first, in case none runs then.
-        let me: EndpointRef<SparkSubmit> = self.me.endpoint(self.me.path());
+        let me: EndpointRef<SubmitProtocol> = self.me.endpoint(self.me.path());
         let state = self.state.clone();
         let log = self.me.log_ctx().clone();
         let spawned = std::thread::Builder::new().name("main".into()).spawn(move || {
@@ -615,7 +615,7 @@ impl Handler<Interrupt> for SparkSubmit {
             client.lock().kill_requested = true;
             let _ = self
                 .me
-                .endpoint::<Client>(&self.client_path())
+                .endpoint::<ClientControlProtocol>(&self.client_path())
                 .tell(KillFollowedApplication);
         }
         if let Some(launcher) = launcher {
@@ -626,3 +626,11 @@ impl Handler<Interrupt> for SparkSubmit {
         }
     }
 }
+
+crate::protocol! {
+    /// What SparkSubmit is told: its YARN Client finished, the user's main finished (client
+    /// mode), or the user interrupted it.
+    pub SubmitProtocol { ClientFinished, UserMainFinished, Interrupt }
+}
+
+crate::speaks!(SparkSubmit: SubmitProtocol);

@@ -46,21 +46,24 @@ use tokio::sync::oneshot;
 use super::allocator_state::{
     max_num_executor_failures, AllocatorSettings, AllocatorState, LogLevel, LogLine, LossReasonAnswer,
 };
-use super::executor_runnable::{ContainerLauncher, ExecutorRunnable, LaunchExecutor};
-use super::reporter::{Reporter, ResetAllocatorInterval};
+use super::executor_runnable::{ExecutorRunnable, LaunchExecutor};
+use super::reporter::ResetAllocatorInterval;
 use super::resources::executor_memory;
 use crate::conf::{self, SparkConf};
+use crate::deploy::executor_runnable::LauncherProtocol;
+use crate::deploy::reporter::ReporterProtocol;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
 use crate::scheduler::loss_reason::ExecutorLossReason;
+use crate::scheduler::messages::YarnSchedulerProtocol;
 use crate::scheduler::messages::{
     DecommissionExecutorsOnHost, RemoveExecutor, RequestExecutors, RetrieveLastAllocatedExecutorId,
 };
-use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 use crate::yarn::node::container_path;
 use crate::yarn::protocol::{Allocate, GetClusterNodes, YarnError};
+use crate::yarn::protocol::{ApplicationClientProtocol, ApplicationMasterProtocol};
 use crate::yarn::records::{ApplicationAttemptId, ContainerId, NodeReport, NodeState, Resource};
-use crate::yarn::resource_manager::{ask_rm, ResourceManager};
+use crate::yarn::resource_manager::ask_rm;
 
 /// How the allocator answers a loss-reason question later.
 pub type LossReasonReply = oneshot::Sender<Result<ExecutorLossReason, String>>;
@@ -240,9 +243,9 @@ pub struct YarnAllocator {
     me: Me,
     config: AllocatorConfig,
     conf: Arc<SparkConf>,
-    rm: EndpointRef<ResourceManager>,
+    rm: EndpointRef<ApplicationMasterProtocol>,
     launcher: ActorPath,
-    driver: EndpointRef<YarnSchedulerEndpoint>,
+    driver: EndpointRef<YarnSchedulerProtocol>,
     kept: Kept<AllocatorKept>,
     in_flight: bool,
     timeout: Duration,
@@ -348,7 +351,7 @@ impl YarnAllocator {
         let now = self.me.clock().now();
         kept.launches
             .insert(runnable.container.id, (now, runnable.clone()));
-        let launcher: EndpointRef<ContainerLauncher> = self.me.endpoint(&self.launcher);
+        let launcher: EndpointRef<LauncherProtocol> = self.me.endpoint(&self.launcher);
         if let Err(e) = launcher.tell(LaunchExecutor {
             runnable,
             reply_to: self.me.path().clone(),
@@ -500,7 +503,12 @@ impl Actor for YarnAllocator {
         ctx.wait(
             async move {
                 let last = driver.ask(RetrieveLastAllocatedExecutorId, timeout).await;
-                let nodes = ask_rm(&rm, GetClusterNodes, timeout).await;
+                let nodes = ask_rm(
+                    &rm.speaking::<ApplicationClientProtocol>(),
+                    GetClusterNodes,
+                    timeout,
+                )
+                .await;
                 (last, nodes)
             }
             .into_actor(self)
@@ -723,9 +731,25 @@ impl Handler<Terminated> for YarnAllocator {
             if let Some(reporter) = self.me.path().parent().and_then(|p| p.child("reporter").ok()) {
                 let _ = self
                     .me
-                    .endpoint::<Reporter>(&reporter)
+                    .endpoint::<ReporterProtocol>(&reporter)
                     .tell(ResetAllocatorInterval);
             }
         }
     }
 }
+
+crate::protocol! {
+    /// What the YarnAllocator receives: the reporter's allocate calls, the AMEndpoint's
+    /// totals, kills and loss-reason questions, and its launcher's results.
+    pub AllocatorProtocol {
+        AllocateResources,
+        EnqueueLossReason,
+        GetAllocatorStatus,
+        KillExecutor,
+        LaunchResult,
+        RedriveLaunches,
+        RequestTotalExecutors,
+    }
+}
+
+crate::speaks!(YarnAllocator: AllocatorProtocol);

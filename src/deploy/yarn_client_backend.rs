@@ -31,10 +31,10 @@ use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
 use crate::runtime::{CancelToken, Cluster};
 use crate::scheduler::messages::Shutdown;
-use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
+use crate::scheduler::messages::YarnSchedulerProtocol;
+use crate::yarn::protocol::ApplicationClientProtocol;
 use crate::yarn::protocol::ReportWait;
 use crate::yarn::records::{ApplicationId, ApplicationReport, YarnApplicationState};
-use crate::yarn::resource_manager::ResourceManager;
 
 /// Spark's message when the application ends before it runs (waitForApplication).
 const ENDED_BEFORE_RUNNING: &str = "The YARN application has already ended! It might have been killed or the Application Master may have failed to start. Check the YARN application logs for more details.";
@@ -91,7 +91,7 @@ impl StateMonitor {
 /// Client mode's YarnClientSchedulerBackend start/stop (see the module docs).
 #[derive(Debug)]
 pub struct ClientModeLauncher {
-    rm: EndpointRef<ResourceManager>,
+    rm: EndpointRef<ApplicationClientProtocol>,
     class: String,
     primary_resource: String,
     app: Mutex<Option<ApplicationId>>,
@@ -102,7 +102,7 @@ pub struct ClientModeLauncher {
 impl ClientModeLauncher {
     /// The backend of a client-mode driver running `class` from `primary_resource`.
     pub fn new(
-        rm: EndpointRef<ResourceManager>,
+        rm: EndpointRef<ApplicationClientProtocol>,
         class: String,
         primary_resource: String,
     ) -> ClientModeLauncher {
@@ -248,7 +248,7 @@ impl ClientLauncher for ClientModeLauncher {
     }
 
     fn stopped(&self, env: &AppEnv, driver: &DriverPaths) {
-        let yse: EndpointRef<YarnSchedulerEndpoint> = env.cluster.endpoint(&driver.yarn_scheduler);
+        let yse: EndpointRef<YarnSchedulerProtocol> = env.cluster.endpoint(&driver.yarn_scheduler);
         let _ = yse.tell(Shutdown { exit_code: 0 });
         let app = *lock(&self.app);
         let Some(app) = app else { return };

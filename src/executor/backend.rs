@@ -40,8 +40,8 @@ use crate::runtime::fault::SplitMix64;
 use crate::runtime::timers::run_at_fixed_rate;
 use crate::runtime::watch::{back_at, ended_by_failure};
 use crate::runtime::{ActorPath, CancelToken, ChildSpec, ExitReason, Me, Restart, Terminated};
-use crate::scheduler::driver_endpoint::DriverEndpoint;
-use crate::scheduler::heartbeat_receiver::{Heartbeat, HeartbeatReceiver, HEARTBEAT_RECEIVER_SEGMENT};
+use crate::scheduler::heartbeat_receiver::HeartbeatProtocol;
+use crate::scheduler::heartbeat_receiver::{Heartbeat, HEARTBEAT_RECEIVER_SEGMENT};
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::*;
 use crate::scheduler::task::{
@@ -221,12 +221,12 @@ impl CoarseGrainedExecutorBackend {
         }
     }
 
-    fn driver(&self) -> Option<EndpointRef<DriverEndpoint>> {
+    fn driver(&self) -> Option<EndpointRef<DriverProtocol>> {
         self.driver_path.as_ref().map(|p| self.me.endpoint(p))
     }
 
     /// The driver's HeartbeatReceiver: next to the DriverEndpoint.
-    fn heartbeat_receiver(&self) -> Option<EndpointRef<HeartbeatReceiver>> {
+    fn heartbeat_receiver(&self) -> Option<EndpointRef<HeartbeatProtocol>> {
         let driver = self.driver_path.as_ref()?.parent()?;
         let path = driver.child(HEARTBEAT_RECEIVER_SEGMENT).ok()?;
         Some(self.me.endpoint(&path))
@@ -624,9 +624,10 @@ impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
             task_runner::run(desc, &handle, &token);
             running.remove(&task_id);
             if decommissioned.load(std::sync::atomic::Ordering::SeqCst) {
-                let backend: EndpointRef<CoarseGrainedExecutorBackend> =
-                    handle.cluster.endpoint(&handle.executor_ref);
-                let _ = backend.tell(DecommissionCheck);
+                let backend: EndpointRef<ExecutorProtocol> = handle.cluster.endpoint(&handle.executor_ref);
+                let _ = backend
+                    .speaking::<DecommissionTimerProtocol>()
+                    .tell(DecommissionCheck);
             }
         });
         if executor.pool.execute(job).is_err() {
@@ -803,3 +804,10 @@ impl Handler<ExecutorDecommissionSigReceived> for CoarseGrainedExecutorBackend {
         }))
     }
 }
+
+crate::protocol! {
+    /// The backend's own timer: check whether a decommissioning executor may exit.
+    DecommissionTimerProtocol { DecommissionCheck }
+}
+
+crate::speaks!(CoarseGrainedExecutorBackend: ExecutorProtocol, ShuffleProtocol, DecommissionTimerProtocol);

@@ -14,7 +14,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::backend::CoarseGrainedExecutorBackend;
 use super::block_store::BlockStore;
 use crate::logs::ctx::{LogCtx, LogScope};
 use crate::rdd::{
@@ -23,9 +22,11 @@ use crate::rdd::{
 use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
 use crate::runtime::{ActorPath, CancelToken, Cluster};
-use crate::scheduler::barrier_coordinator::{BarrierCoordinator, RequestToSync, BARRIER_COORDINATOR_SEGMENT};
-use crate::scheduler::driver_endpoint::DriverEndpoint;
+use crate::scheduler::barrier_coordinator::BarrierCoordinatorProtocol;
+use crate::scheduler::barrier_coordinator::{RequestToSync, BARRIER_COORDINATOR_SEGMENT};
 use crate::scheduler::events::{TaskEndReason, TaskMetrics};
+use crate::scheduler::messages::DriverProtocol;
+use crate::scheduler::messages::ShuffleProtocol;
 use crate::scheduler::task::{
     FetchShuffleBlocks, MapStatus, ShuffleLocations, StageBinary, StatusUpdate, TaskDescription, TaskResult,
     TaskState,
@@ -121,7 +122,7 @@ pub struct ExecutorHandle {
     /// The backend's path: where other executors fetch this one's blocks.
     pub executor_ref: ActorPath,
     pub cluster: Cluster,
-    pub driver: EndpointRef<DriverEndpoint>,
+    pub driver: EndpointRef<DriverProtocol>,
     pub store: BlockStore,
     pub stages: StageCache,
     pub log_ctx: Arc<LogCtx>,
@@ -285,7 +286,8 @@ impl rdd::TaskContext for ExecutorTaskContext<'_> {
                 ),
             ));
         };
-        let coordinator: EndpointRef<BarrierCoordinator> = self.exec.cluster.endpoint(&coordinator_path);
+        let coordinator: EndpointRef<BarrierCoordinatorProtocol> =
+            self.exec.cluster.endpoint(&coordinator_path);
         let request = RequestToSync {
             num_tasks,
             stage_id: stage,
@@ -443,7 +445,7 @@ impl rdd::TaskContext for ExecutorTaskContext<'_> {
                 .iter()
                 .filter_map(|&i| locs.outputs[i].as_ref().map(|l| l.map_id))
                 .collect();
-            let peer: EndpointRef<CoarseGrainedExecutorBackend> = self.exec.cluster.endpoint(&path);
+            let peer: EndpointRef<ShuffleProtocol> = self.exec.cluster.endpoint(&path);
             let ask = peer.ask(
                 FetchShuffleBlocks {
                     shuffle_id,

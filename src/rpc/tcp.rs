@@ -1,6 +1,6 @@
 //! One TCP transport for any request/response protocol: framing, greeting, limits and
 //! time-outs written once. Rpc layer: above the runtime, below YARN; it knows no protocol.
-//! A [`Protocol`] names its request and response types (serde) and how errors and records
+//! A [`WireProtocol`] names its request and response types (serde) and how errors and records
 //! name its server, its requests and the configuration keys of its limits; today it carries
 //! YARN's client protocol (`yarn::protocol::ClientProtocol`) between `sparkyard submit` and a
 //! running `sparkyard node`.
@@ -8,7 +8,7 @@
 //! # Wire format
 //!
 //! A connection opens with a greeting from each side: the four bytes [`MAGIC`] followed by one
-//! byte of the protocol's [`Protocol::VERSION`]. Both sides send theirs at once and check the
+//! byte of the protocol's [`WireProtocol::VERSION`]. Both sides send theirs at once and check the
 //! other's, so a client that reached something other than a sparkyard server of its
 //! protocol, or one of another version, says so instead of timing out.
 //!
@@ -82,7 +82,7 @@ const INITIAL_BODY_CAPACITY: usize = 8 << 10;
 
 /// A conversation the transport carries: its messages, and how the transport's errors and
 /// records name its server, its requests and the keys its server's limits come from.
-pub trait Protocol: 'static {
+pub trait WireProtocol: 'static {
     /// What a client sends.
     type Request: Serialize + DeserializeOwned + 'static;
     /// What the server answers.
@@ -105,7 +105,7 @@ pub trait Protocol: 'static {
     fn failure(reason: String) -> Self::Response;
 }
 
-/// The configuration keys of a server's [`ServerLimits`] (see [`Protocol::LIMIT_KEYS`]).
+/// The configuration keys of a server's [`ServerLimits`] (see [`WireProtocol::LIMIT_KEYS`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LimitKeys {
     pub idle_timeout: &'static str,
@@ -128,19 +128,19 @@ pub struct ResponseFrame<Resp> {
 }
 
 /// The answer the server's handler produces for one request.
-pub type ResponseFuture<P> = Pin<Box<dyn Future<Output = <P as Protocol>::Response>>>;
+pub type ResponseFuture<P> = Pin<Box<dyn Future<Output = <P as WireProtocol>::Response>>>;
 
 /// What the server calls for each request (on the server's thread; it need not be `Send`);
 /// cheap to clone.
-pub struct RequestHandler<P: Protocol>(Rc<dyn Fn(P::Request) -> ResponseFuture<P>>);
+pub struct RequestHandler<P: WireProtocol>(Rc<dyn Fn(P::Request) -> ResponseFuture<P>>);
 
-impl<P: Protocol> Clone for RequestHandler<P> {
+impl<P: WireProtocol> Clone for RequestHandler<P> {
     fn clone(&self) -> Self {
         RequestHandler(self.0.clone())
     }
 }
 
-impl<P: Protocol> RequestHandler<P> {
+impl<P: WireProtocol> RequestHandler<P> {
     /// A handler answering each request with the future `f` returns.
     pub fn new(f: impl Fn(P::Request) -> ResponseFuture<P> + 'static) -> RequestHandler<P> {
         RequestHandler(Rc::new(f))
@@ -154,7 +154,7 @@ impl<P: Protocol> RequestHandler<P> {
 /// Wraps an async closure as a [`RequestHandler`].
 pub fn handler_fn<P, F, Fut>(f: F) -> RequestHandler<P>
 where
-    P: Protocol,
+    P: WireProtocol,
     F: Fn(P::Request) -> Fut + 'static,
     Fut: Future<Output = P::Response> + 'static,
 {
@@ -216,14 +216,14 @@ impl std::error::Error for FrameError {
 pub struct Peer {
     /// The address the connection was opened with.
     pub addr: String,
-    /// What serves the protocol ([`Protocol::SERVER`]).
+    /// What serves the protocol ([`WireProtocol::SERVER`]).
     pub server: &'static str,
-    /// What to check when it cannot be reached ([`Protocol::CONNECT_HINT`]).
+    /// What to check when it cannot be reached ([`WireProtocol::CONNECT_HINT`]).
     pub hint: &'static str,
 }
 
 impl Peer {
-    fn of<P: Protocol>(addr: &str) -> Peer {
+    fn of<P: WireProtocol>(addr: &str) -> Peer {
         Peer {
             addr: addr.to_string(),
             server: P::SERVER,
@@ -475,7 +475,7 @@ pub struct ServerLimits {
     /// The largest request frame body accepted.
     pub max_frame: usize,
     /// The largest answer frame body sent (an answer over it becomes the protocol's
-    /// [`Protocol::failure`]).
+    /// [`WireProtocol::failure`]).
     pub max_answer: usize,
     /// Bytes of frames in progress the port holds across all its connections, beyond the
     /// [`SMALL_FRAME_BYTES`] each connection may always hold.
@@ -531,7 +531,7 @@ impl ServerLimits {
 /// through `handler`; its answer goes back with the request's id.
 ///
 /// Runs on the current thread: call it inside the actix system (or another `LocalSet`).
-pub async fn serve<P: Protocol>(
+pub async fn serve<P: WireProtocol>(
     listener: TcpListener,
     handler: RequestHandler<P>,
     stop: watch::Receiver<bool>,
@@ -640,7 +640,7 @@ impl Port {
 }
 
 /// [`serve`] within `limits`.
-pub async fn serve_limited<P: Protocol>(
+pub async fn serve_limited<P: WireProtocol>(
     listener: TcpListener,
     handler: RequestHandler<P>,
     mut stop: watch::Receiver<bool>,
@@ -732,7 +732,7 @@ enum End {
     Failed(String),
 }
 
-async fn serve_connection<P: Protocol>(
+async fn serve_connection<P: WireProtocol>(
     mut stream: TcpStream,
     registered: Registered,
     handler: RequestHandler<P>,
@@ -805,7 +805,11 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
     /// Greets, then reads requests and answers each in its own local task until the stream
     /// ends, fails, stays idle or is evicted. Returning drops the unfinished tasks, which
     /// cancels them.
-    async fn run<P: Protocol>(&mut self, handler: &RequestHandler<P>, queue: mpsc::Sender<Vec<u8>>) -> End {
+    async fn run<P: WireProtocol>(
+        &mut self,
+        handler: &RequestHandler<P>,
+        queue: mpsc::Sender<Vec<u8>>,
+    ) -> End {
         self.slot().unsent.set(self.slot().unsent.get() + 1);
         if queue.send(self.greeting.to_vec()).await.is_err() {
             return End::Failed("the answer queue closed".to_string());
@@ -1018,7 +1022,7 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 /// Runs one request through the handler and queues its answer.
-async fn answer<P: Protocol>(
+async fn answer<P: WireProtocol>(
     frame: RequestFrame<P::Request>,
     handler: RequestHandler<P>,
     queue: mpsc::Sender<Vec<u8>>,
@@ -1090,7 +1094,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 // ------------------------------------------------------------------ client
 
 /// A client's connection to a server of protocol `P`: one call at a time.
-pub struct ClientConnection<P: Protocol> {
+pub struct ClientConnection<P: WireProtocol> {
     peer: Peer,
     stream: TcpStream,
     next_id: u64,
@@ -1103,7 +1107,7 @@ pub struct ClientConnection<P: Protocol> {
     _protocol: PhantomData<fn() -> P>,
 }
 
-impl<P: Protocol> fmt::Debug for ClientConnection<P> {
+impl<P: WireProtocol> fmt::Debug for ClientConnection<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientConnection")
             .field("addr", &self.peer.addr)
@@ -1115,7 +1119,7 @@ impl<P: Protocol> fmt::Debug for ClientConnection<P> {
 
 const INTERRUPTED_WRITE: &str = "an earlier call was abandoned while its request was being sent";
 
-impl<P: Protocol> ClientConnection<P> {
+impl<P: WireProtocol> ClientConnection<P> {
     /// Connects to the server of `P` at `addr` (`host:port`) and exchanges greetings, all
     /// within `timeout`.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<ClientConnection<P>, TransportError> {
@@ -1432,12 +1436,12 @@ pub mod testkit {
 
     /// A request that reached a [`controlled_handler`], with the way to answer it.
     pub type Arrival<P> = (
-        <P as Protocol>::Request,
-        oneshot::Sender<<P as Protocol>::Response>,
+        <P as WireProtocol>::Request,
+        oneshot::Sender<<P as WireProtocol>::Response>,
     );
 
     /// A handler that hands every request to the test, which answers it when it likes.
-    pub fn controlled_handler<P: Protocol>() -> (RequestHandler<P>, mpsc::UnboundedReceiver<Arrival<P>>) {
+    pub fn controlled_handler<P: WireProtocol>() -> (RequestHandler<P>, mpsc::UnboundedReceiver<Arrival<P>>) {
         let (arrived, arrivals) = mpsc::unbounded_channel();
         let handler = handler_fn::<P, _, _>(move |request| {
             let arrived = arrived.clone();
@@ -1458,7 +1462,7 @@ pub mod testkit {
         pub task: tokio::task::JoinHandle<()>,
     }
 
-    pub async fn start<P: Protocol>(handler: RequestHandler<P>, limits: ServerLimits) -> Server {
+    pub async fn start<P: WireProtocol>(handler: RequestHandler<P>, limits: ServerLimits) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = watch::channel(false);
@@ -1467,7 +1471,7 @@ pub mod testkit {
     }
 
     /// A raw connection that has exchanged `P`'s greetings.
-    pub async fn raw_connect<P: Protocol>(addr: SocketAddr) -> TcpStream {
+    pub async fn raw_connect<P: WireProtocol>(addr: SocketAddr) -> TcpStream {
         let mut stream = within("raw connect", TcpStream::connect(addr)).await.unwrap();
         stream.write_all(&P::GREETING).await.unwrap();
         let mut greeting = [0u8; 5];
@@ -1535,7 +1539,7 @@ mod tests {
 
     struct TestProtocol;
 
-    impl Protocol for TestProtocol {
+    impl WireProtocol for TestProtocol {
         type Request = Ask;
         type Response = Answer;
         const VERSION: u8 = 7;

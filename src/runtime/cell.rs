@@ -38,6 +38,7 @@ use super::endpoint::EndpointRef;
 use super::exit::ExitReason;
 use super::panic::catch;
 use super::path::{short_type_name, ActorPath};
+use super::protocol::{Endpoint, Protocol};
 use super::registry::Watcher;
 use super::supervisor::ChildKind;
 use super::watch::Terminated;
@@ -319,7 +320,7 @@ pub(crate) struct SpawnArgs {
 /// ends the incarnation at once with that reason.
 pub(crate) fn spawn<A, F>(cluster: &Cluster, args: SpawnArgs, make: F) -> Arc<CellShared>
 where
-    A: Actor<Context = Context<A>>,
+    A: Endpoint,
     F: FnOnce(&mut Context<A>, Me) -> Result<A, String> + Send + 'static,
 {
     let incarnation = cluster.registry().next_incarnation(&args.path);
@@ -353,7 +354,7 @@ where
     let (tx, rx) = channel::channel::<A>(args.mailbox.max(1));
     cluster
         .registry()
-        .insert(shared.clone(), Box::new(Addr::<A>::new(tx)));
+        .insert(shared.clone(), A::protocols(&Addr::<A>::new(tx)));
     {
         let _scope = LogScope::enter(&shared.log);
         if args.restart {
@@ -449,7 +450,7 @@ impl Me {
     }
 
     /// A reference to the actor of type `B` at `path`, sending as this actor.
-    pub fn endpoint<B: Actor<Context = Context<B>>>(&self, path: &ActorPath) -> EndpointRef<B> {
+    pub fn endpoint<P: Protocol>(&self, path: &ActorPath) -> EndpointRef<P> {
         EndpointRef::new(self.cluster.clone(), path.clone(), Some(self.shared.path.clone()))
     }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::{Actor, ArbiterHandle, Context};
+use actix::{ArbiterHandle, Context};
 
 use super::cell::{self, CellShared, ExitNotify, Me, SpawnArgs, DEFAULT_MAILBOX};
 use super::clock::Clock;
@@ -21,6 +21,7 @@ use super::exit::ExitReason;
 use super::fault::{FaultState, Progress};
 use super::panic::install_quiet_hook;
 use super::path::{ActorPath, PathError};
+use super::protocol::{Endpoint, Protocol};
 use super::registry::{ActorInfo, Registry};
 use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
 use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
@@ -180,7 +181,7 @@ impl Cluster {
     }
 
     /// A reference to the actor of type `A` at `path`, sending from outside any actor.
-    pub fn endpoint<A: Actor<Context = Context<A>>>(&self, path: &ActorPath) -> EndpointRef<A> {
+    pub fn endpoint<P: Protocol>(&self, path: &ActorPath) -> EndpointRef<P> {
         EndpointRef::new(self.clone(), path.clone(), None)
     }
 
@@ -204,7 +205,7 @@ impl Cluster {
     /// ends, it stays ended).
     pub fn start_root_worker<A, F>(&self, name: &str, make: F) -> Result<ActorPath, PathError>
     where
-        A: Actor<Context = Context<A>>,
+        A: Endpoint,
         F: FnOnce(&mut Context<A>, Me) -> A + Send + 'static,
     {
         self.start_root_with(
@@ -225,7 +226,7 @@ impl Cluster {
         make: F,
     ) -> Result<ActorPath, PathError>
     where
-        A: Actor<Context = Context<A>>,
+        A: Endpoint,
         F: FnOnce(&mut Context<A>, Me) -> Result<A, String> + Send + 'static,
     {
         let path = ActorPath::root(name)?;

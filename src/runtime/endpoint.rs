@@ -2,8 +2,9 @@
 //! through the registry and routes through fault injection, both the runtime's; `rpc`
 //! re-exports it beside the TCP transport.
 //!
-//! An [`EndpointRef`] names its target by path and resolves it through the cluster's
-//! registry on every message, so a peer never holds a stale actix address and reaches a
+//! An [`EndpointRef<P>`] is typed by the [`Protocol`] `P` its target speaks, never by the
+//! target's actor type: a sender imports the conversation's messages, not the receiver. It
+//! names its target by path and resolves it through the cluster's registry on every message, so a peer never holds a stale actix address and reaches a
 //! restarted actor as soon as its new incarnation is registered. Every message passes the
 //! cluster's fault state on the way, so a partition can drop or delay the messages to and
 //! from matching actors, and (later) a remote ref will carry the same typed messages over
@@ -20,13 +21,13 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::dev::ToEnvelope;
-use actix::{Actor, Context, Handler, MailboxError, Message};
+use actix::{MailboxError, Message};
 
 use super::cell::CellShared;
 use super::cluster::Cluster;
 use super::fault::Route;
 use super::path::{short_type_name, ActorPath};
+use super::protocol::{Carries, Protocol};
 use super::registry::LookupError;
 use crate::logs::ctx::in_scope;
 
@@ -65,26 +66,26 @@ impl fmt::Display for AskError {
 
 impl std::error::Error for AskError {}
 
-/// A typed reference to the actor of type `A` at a path; cheap to clone.
-pub struct EndpointRef<A> {
+/// A reference to the actor at a path that speaks protocol `P`; cheap to clone.
+pub struct EndpointRef<P> {
     cluster: Cluster,
     to: ActorPath,
     from: Option<ActorPath>,
-    _actor: PhantomData<fn() -> A>,
+    _protocol: PhantomData<fn() -> P>,
 }
 
-impl<A> Clone for EndpointRef<A> {
+impl<P> Clone for EndpointRef<P> {
     fn clone(&self) -> Self {
         EndpointRef {
             cluster: self.cluster.clone(),
             to: self.to.clone(),
             from: self.from.clone(),
-            _actor: PhantomData,
+            _protocol: PhantomData,
         }
     }
 }
 
-impl<A> fmt::Debug for EndpointRef<A> {
+impl<P> fmt::Debug for EndpointRef<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -110,14 +111,21 @@ fn trace_delivery<M>(target: &Arc<CellShared>, from: Option<&ActorPath>, outcome
     }
 }
 
-impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
+impl<P: Protocol> EndpointRef<P> {
     pub(crate) fn new(cluster: Cluster, to: ActorPath, from: Option<ActorPath>) -> Self {
         EndpointRef {
             cluster,
             to,
             from,
-            _actor: PhantomData,
+            _protocol: PhantomData,
         }
+    }
+
+    /// The same target, addressed in another protocol it speaks (a ResourceManager's client
+    /// protocol and its ApplicationMasterProtocol, an executor's cluster and shuffle
+    /// protocols). Whether it speaks `Q` is checked at each message, as the path is.
+    pub fn speaking<Q: Protocol>(&self) -> EndpointRef<Q> {
+        EndpointRef::new(self.cluster.clone(), self.to.clone(), self.from.clone())
     }
 
     /// The target's path.
@@ -141,12 +149,11 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
             .route(self.cluster.clock(), self.from.as_ref(), &self.to)
     }
 
-    /// Sends `msg` without waiting. An error means nothing of type `A` runs at the path now;
+    /// Sends `msg` without waiting. An error means nothing speaking `P` runs at the path now;
     /// a message caught by a partition is lost (or delayed) silently, as on a network.
     pub fn tell<M>(&self, msg: M) -> Result<(), LookupError>
     where
-        A: Handler<M>,
-        A::Context: ToEnvelope<A, M>,
+        P: Carries<M>,
         M: Message + Send + 'static,
         M::Result: Send,
     {
@@ -154,14 +161,17 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
             Route::Deliver => self
                 .cluster
                 .registry()
-                .with_addr::<A, _>(&self.to, |addr, shared| {
+                .with_protocol::<P, _>(&self.to, |handle, shared| {
                     trace_delivery::<M>(shared, self.from.as_ref(), "delivered");
-                    addr.do_send(msg)
+                    handle.recipient().do_send(msg)
                 }),
             Route::Drop => {
-                let _ = self.cluster.registry().with_addr::<A, _>(&self.to, |_, shared| {
-                    trace_delivery::<M>(shared, self.from.as_ref(), "dropped by a partition")
-                });
+                let _ = self
+                    .cluster
+                    .registry()
+                    .with_protocol::<P, _>(&self.to, |_, shared| {
+                        trace_delivery::<M>(shared, self.from.as_ref(), "dropped by a partition")
+                    });
                 Ok(())
             }
             Route::Delay(delay) => {
@@ -172,13 +182,13 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
                     let _ = this
                         .cluster
                         .registry()
-                        .with_addr::<A, _>(&this.to, |addr, shared| {
+                        .with_protocol::<P, _>(&this.to, |handle, shared| {
                             trace_delivery::<M>(
                                 shared,
                                 this.from.as_ref(),
                                 "delivered late (partition delay)",
                             );
-                            addr.do_send(msg)
+                            handle.recipient().do_send(msg)
                         });
                 });
                 Ok(())
@@ -198,8 +208,7 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
         pause: Duration,
     ) -> Result<M::Result, AskError>
     where
-        A: Handler<M>,
-        A::Context: ToEnvelope<A, M>,
+        P: Carries<M>,
         M: Message + Clone + Send + 'static,
         M::Result: Send,
     {
@@ -225,8 +234,7 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
         timeout: Duration,
     ) -> impl std::future::Future<Output = Result<M::Result, AskError>> + 'static
     where
-        A: Handler<M>,
-        A::Context: ToEnvelope<A, M>,
+        P: Carries<M>,
         M: Message + Send + 'static,
         M::Result: Send,
     {
@@ -244,9 +252,12 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
             };
             let delay = match this.route() {
                 Route::Drop => {
-                    let _ = this.cluster.registry().with_addr::<A, _>(&this.to, |_, shared| {
-                        trace_delivery::<M>(shared, this.from.as_ref(), "dropped by a partition")
-                    });
+                    let _ = this
+                        .cluster
+                        .registry()
+                        .with_protocol::<P, _>(&this.to, |_, shared| {
+                            trace_delivery::<M>(shared, this.from.as_ref(), "dropped by a partition")
+                        });
                     clock.sleep_until(deadline).await;
                     return Err(timed_out());
                 }
@@ -256,15 +267,15 @@ impl<A: Actor<Context = Context<A>>> EndpointRef<A> {
                 }
                 Route::Deliver => None,
             };
-            let addr = this
+            let request = this
                 .cluster
                 .registry()
-                .with_addr::<A, _>(&this.to, |addr, shared| {
+                .with_protocol::<P, _>(&this.to, |handle, shared| {
                     trace_delivery::<M>(shared, this.from.as_ref(), "delivered (ask)");
-                    addr.clone()
+                    handle.recipient().send(msg)
                 })
                 .map_err(AskError::Lookup)?;
-            let reply = clock.timeout_at(deadline, addr.send(msg)).await;
+            let reply = clock.timeout_at(deadline, request).await;
             if let Some(d) = delay {
                 clock.sleep(d).await;
             }

@@ -24,6 +24,7 @@ pub mod exit;
 pub mod fault;
 pub mod panic;
 pub mod path;
+pub mod protocol;
 pub mod registry;
 pub mod supervisor;
 pub mod timers;
@@ -36,7 +37,9 @@ pub use cluster::Cluster;
 pub use exit::ExitReason;
 pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault, Progress, Span, Trigger};
 pub use path::{ActorPath, PathGlob};
+pub use protocol::{Endpoint, Protocol};
 pub use supervisor::{
-    Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervision, Supervisor, SupervisorSpec,
+    Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervision, Supervisor,
+    SupervisorProtocol, SupervisorSpec,
 };
 pub use watch::Terminated;

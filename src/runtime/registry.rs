@@ -5,23 +5,24 @@
 //! incarnation. Incarnation numbers are per path and only grow, across restarts and across
 //! a dynamic child being removed and added again.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use actix::{Actor, Addr, Recipient};
+use actix::Recipient;
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 
 use super::cell::CellShared;
 use super::exit::ExitReason;
 use super::path::{ActorPath, PathGlob};
+use super::protocol::{Protocol, Protocols};
 use super::supervisor::ChildKind;
 use super::watch::Terminated;
 
 pub(crate) struct Entry {
     pub(crate) shared: Arc<CellShared>,
-    pub(crate) addr: Box<dyn Any + Send + Sync>,
+    /// The handles of the protocols the incarnation speaks.
+    pub(crate) protocols: Protocols,
 }
 
 pub(crate) struct Watcher {
@@ -31,12 +32,12 @@ pub(crate) struct Watcher {
     pub(crate) recipient: Recipient<Terminated>,
 }
 
-/// Why a path could not be resolved to an actor of the expected type.
+/// Why a path could not be resolved to an actor speaking the expected protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LookupError {
-    NotFound {
-        path: ActorPath,
-    },
+    /// Nothing runs at the path.
+    NotFound { path: ActorPath },
+    /// The actor at the path (of type `actual`) does not speak the protocol `expected`.
     WrongType {
         path: ActorPath,
         actual: &'static str,
@@ -53,7 +54,10 @@ impl fmt::Display for LookupError {
                 actual,
                 expected,
             } => {
-                write!(f, "the actor at {path} is a {actual}, not a {expected}")
+                write!(
+                    f,
+                    "the actor at {path} is a {actual}, which does not speak {expected}"
+                )
             }
         }
     }
@@ -144,8 +148,9 @@ impl Registry {
         self.incarnations.len()
     }
 
-    pub(crate) fn insert(&self, shared: Arc<CellShared>, addr: Box<dyn Any + Send + Sync>) {
-        self.entries.insert(shared.path.clone(), Entry { shared, addr });
+    pub(crate) fn insert(&self, shared: Arc<CellShared>, protocols: Protocols) {
+        self.entries
+            .insert(shared.path.clone(), Entry { shared, protocols });
     }
 
     /// Removes the entry of `path` if it is still `incarnation` (a newer one stays).
@@ -155,22 +160,22 @@ impl Registry {
             .is_some()
     }
 
-    /// Runs `f` with the live address of the actor at `path`, typed as `A`.
-    pub(crate) fn with_addr<A: Actor, R>(
+    /// Runs `f` with the handle of protocol `P` of the actor at `path`.
+    pub(crate) fn with_protocol<P: Protocol, R>(
         &self,
         path: &ActorPath,
-        f: impl FnOnce(&Addr<A>, &Arc<CellShared>) -> R,
+        f: impl FnOnce(&P, &Arc<CellShared>) -> R,
     ) -> Result<R, LookupError> {
         let entry = self
             .entries
             .get(path)
             .ok_or_else(|| LookupError::NotFound { path: path.clone() })?;
-        match entry.addr.downcast_ref::<Addr<A>>() {
-            Some(addr) => Ok(f(addr, &entry.shared)),
+        match entry.protocols.get::<P>() {
+            Some(handle) => Ok(f(handle, &entry.shared)),
             None => Err(LookupError::WrongType {
                 path: path.clone(),
                 actual: entry.shared.actor_type,
-                expected: super::path::short_type_name::<A>(),
+                expected: P::NAME,
             }),
         }
     }

@@ -33,6 +33,7 @@ use super::cell::{self, CellShared, Me, SpawnArgs, DEFAULT_MAILBOX};
 use super::cluster::Cluster;
 use super::exit::ExitReason;
 use super::path::ActorPath;
+use super::protocol::Endpoint;
 use super::timers::run_later;
 use crate::logs::ctx::LogIds;
 
@@ -195,7 +196,7 @@ impl ChildSpec {
     /// A worker built by `make` at each (re)start.
     pub fn worker<A, F>(id: &str, make: F) -> ChildSpec
     where
-        A: Actor<Context = Context<A>>,
+        A: Endpoint,
         F: Fn(&mut Context<A>, Me) -> A + Send + Sync + 'static,
     {
         ChildSpec::try_worker(id, move |ctx, me| Ok(make(ctx, me)))
@@ -205,7 +206,7 @@ impl ChildSpec {
     /// the message, which the supervisor treats as any other failure.
     pub fn try_worker<A, F>(id: &str, make: F) -> ChildSpec
     where
-        A: Actor<Context = Context<A>>,
+        A: Endpoint,
         F: Fn(&mut Context<A>, Me) -> Result<A, String> + Send + Sync + 'static,
     {
         let make = Arc::new(make);
@@ -796,6 +797,14 @@ impl Supervisor {
         self.advance(ctx);
     }
 }
+
+crate::protocol! {
+    /// What a supervisor is asked by its peers: start a child from a spec, terminate one by
+    /// id, list its children (OTP's `start_child`, `terminate_child`, `which_children`).
+    pub SupervisorProtocol { StartChild, TerminateChild, WhichChildren }
+}
+
+crate::speaks!(Supervisor: SupervisorProtocol);
 
 impl Actor for Supervisor {
     type Context = Context<Self>;

@@ -320,11 +320,11 @@ impl Handler<CleanupBarrierStage> for BarrierCoordinator {
 
 /// Spark's coordinator listener on the bus: a completed stage attempt's sync state goes.
 pub struct BarrierCoordinatorListener {
-    coordinator: EndpointRef<BarrierCoordinator>,
+    coordinator: EndpointRef<BarrierCoordinatorProtocol>,
 }
 
 impl BarrierCoordinatorListener {
-    pub fn new(coordinator: EndpointRef<BarrierCoordinator>) -> Self {
+    pub fn new(coordinator: EndpointRef<BarrierCoordinatorProtocol>) -> Self {
         BarrierCoordinatorListener { coordinator }
     }
 }
@@ -345,3 +345,11 @@ impl SparkListener for BarrierCoordinatorListener {
         }
     }
 }
+
+crate::protocol! {
+    /// What barrier tasks ask the BarrierCoordinator (Spark's BarrierCoordinatorMessage),
+    /// and the DAGScheduler's cleanup of a finished stage.
+    pub BarrierCoordinatorProtocol { RequestToSync, CleanupBarrierStage }
+}
+
+crate::speaks!(BarrierCoordinator: BarrierCoordinatorProtocol);

@@ -30,7 +30,7 @@ use std::time::Duration;
 use actix::{Actor, AsyncContext, Context, Handler, SpawnHandle};
 
 use super::dag::{DagAction, DagEvent, DagScheduler};
-use super::driver_endpoint::{DriverEndpoint, DriverState};
+use super::driver_endpoint::DriverState;
 use super::listener_bus::ListenerBusRef;
 use super::task::{KillTask, ReviveOffers, TaskResult};
 use super::task_scheduler::TaskSchedulerImpl;
@@ -38,6 +38,7 @@ use super::task_set::SchedulerEvent;
 use crate::rdd::{Lineage, RddId, ResultFunc, Value};
 use crate::runtime::timers::{run_at_fixed_rate, run_later};
 use crate::runtime::{ActorPath, Kept, Me};
+use crate::scheduler::messages::DriverProtocol;
 
 /// What a job's waiter receives: one value per requested partition, or Spark's error.
 pub type JobOutcome = Result<Vec<Value>, String>;
@@ -75,11 +76,11 @@ impl std::fmt::Debug for DagEventQueue {
 #[derive(Clone)]
 pub struct DagQueueRef {
     queue: Kept<DagEventQueue>,
-    dag: crate::rpc::EndpointRef<DAGScheduler>,
+    dag: crate::rpc::EndpointRef<DagSchedulerProtocol>,
 }
 
 impl DagQueueRef {
-    pub fn new(queue: Kept<DagEventQueue>, dag: crate::rpc::EndpointRef<DAGScheduler>) -> Self {
+    pub fn new(queue: Kept<DagEventQueue>, dag: crate::rpc::EndpointRef<DagSchedulerProtocol>) -> Self {
         DagQueueRef { queue, dag }
     }
 
@@ -354,7 +355,7 @@ impl DAGScheduler {
         self.me.clock().epoch_millis()
     }
 
-    fn driver(&self) -> crate::rpc::EndpointRef<DriverEndpoint> {
+    fn driver(&self) -> crate::rpc::EndpointRef<DriverProtocol> {
         self.me.endpoint(&self.driver_endpoint)
     }
 
@@ -587,3 +588,11 @@ impl Handler<CancelJobs> for DAGScheduler {
         self.handle_event(event, ctx);
     }
 }
+
+crate::protocol! {
+    /// What the DAGScheduler's event loop receives (DAGSchedulerEventProcessLoop): jobs,
+    /// cancellations, scheduler events, and a drain for a clean stop.
+    pub DagSchedulerProtocol { SubmitJob, CancelJobs, DagSchedulerEvent, DrainEvents }
+}
+
+crate::speaks!(DAGScheduler: DagSchedulerProtocol);

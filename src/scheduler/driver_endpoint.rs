@@ -35,9 +35,7 @@ use super::messages::*;
 use super::task::{KillTask, LaunchTask, ReviveOffers, StatusUpdate, TaskResult, TaskState};
 use super::task_scheduler::TaskSchedulerImpl;
 use super::task_set::{SchedulerEvent, TaskLaunch, TaskUpdate, WorkerOffer};
-use super::yarn_scheduler_endpoint::{ExecutorDisconnected, YarnSchedulerEndpoint};
 use crate::conf::SparkConf;
-use crate::executor::backend::CoarseGrainedExecutorBackend;
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_later;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
@@ -193,7 +191,7 @@ impl DriverEndpoint {
         }
     }
 
-    fn executor(&self, executor_ref: &ActorPath) -> EndpointRef<CoarseGrainedExecutorBackend> {
+    fn executor(&self, executor_ref: &ActorPath) -> EndpointRef<ExecutorProtocol> {
         self.me.endpoint(executor_ref)
     }
 
@@ -388,7 +386,7 @@ impl DriverEndpoint {
         st.executors.keys().filter(|id| st.is_executor_active(id)).count()
     }
 
-    fn yarn_scheduler(&self) -> EndpointRef<YarnSchedulerEndpoint> {
+    fn yarn_scheduler(&self) -> EndpointRef<YarnSchedulerProtocol> {
         self.me.endpoint(&self.links.yarn_scheduler)
     }
 
@@ -672,7 +670,7 @@ impl Handler<Terminated> for DriverEndpoint {
         self.dispatch(events, None, ctx);
         let _ = self
             .me
-            .endpoint::<YarnSchedulerEndpoint>(&self.links.yarn_scheduler)
+            .endpoint::<YarnSchedulerProtocol>(&self.links.yarn_scheduler)
             .tell(ExecutorDisconnected { executor_id });
     }
 }
@@ -1232,13 +1230,6 @@ impl Handler<ExecutorDecommissioning> for DriverEndpoint {
     }
 }
 
-/// CoarseGrainedSchedulerBackend.reset(), from the YarnSchedulerEndpoint when an
-/// ApplicationMaster registers (RegisterClusterManager): the requested totals are forgotten
-/// and every executor still known is removed as stale, since the new AM knows none of them.
-#[derive(Clone, Debug, PartialEq, Eq, actix::Message)]
-#[rtype(result = "()")]
-pub struct ResetSchedulerBackend;
-
 impl Handler<ResetSchedulerBackend> for DriverEndpoint {
     type Result = ();
 
@@ -1259,3 +1250,5 @@ impl Handler<ResetSchedulerBackend> for DriverEndpoint {
         }
     }
 }
+
+crate::speaks!(DriverEndpoint: DriverProtocol);

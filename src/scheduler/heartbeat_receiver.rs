@@ -23,7 +23,6 @@ use std::time::Duration;
 use actix::{Actor, AsyncContext, Context, Handler, Message, MessageResponse, WrapFuture};
 use serde::{Deserialize, Serialize};
 
-use super::driver_endpoint::DriverEndpoint;
 use super::events::SparkListenerEvent;
 use super::listener_bus::SparkListener;
 use super::loss_reason::ExecutorLossReason;
@@ -31,6 +30,7 @@ use super::messages::{ClientKillExecutors, RemoveExecutor};
 use crate::conf::{self, SparkConf};
 use crate::runtime::timers::run_at_fixed_rate;
 use crate::runtime::{ActorPath, Clock, Kept, Me};
+use crate::scheduler::messages::DriverProtocol;
 
 /// The receiver's path segment under the driver (executors find it next to the
 /// DriverEndpoint their `--driver-url` names).
@@ -208,7 +208,7 @@ impl HeartbeatReceiver {
             );
             // killAndReplaceExecutor first (while the driver still knows the executor, so its
             // container is released and a replacement asked for), then the removal.
-            let driver = self.me.endpoint::<DriverEndpoint>(&self.driver_endpoint);
+            let driver = self.me.endpoint::<DriverProtocol>(&self.driver_endpoint);
             let (state, ask_timeout) = (self.state.clone(), self.ask_timeout);
             let job = async move {
                 let kill = ClientKillExecutors {
@@ -332,6 +332,14 @@ impl SparkListener for HeartbeatListener {
         true
     }
 }
+
+crate::protocol! {
+    /// The heartbeat conversation: executors report their running tasks' metrics and learn
+    /// whether the driver still knows them (Spark's HeartbeatReceiver).
+    pub HeartbeatProtocol { Heartbeat }
+}
+
+crate::speaks!(HeartbeatReceiver: HeartbeatProtocol);
 
 #[cfg(test)]
 mod tests {

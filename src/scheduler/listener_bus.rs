@@ -258,7 +258,7 @@ impl Handler<StopBus> for LiveListenerBus {
 /// How posters reach the bus.
 #[derive(Clone)]
 pub struct ListenerBusRef {
-    bus: EndpointRef<LiveListenerBus>,
+    bus: EndpointRef<ListenerBusProtocol>,
     counters: Arc<BusCounters>,
     capacity: usize,
 }
@@ -270,7 +270,7 @@ impl std::fmt::Debug for ListenerBusRef {
 }
 
 impl ListenerBusRef {
-    pub fn new(bus: EndpointRef<LiveListenerBus>, counters: Arc<BusCounters>, capacity: usize) -> Self {
+    pub fn new(bus: EndpointRef<ListenerBusProtocol>, counters: Arc<BusCounters>, capacity: usize) -> Self {
         ListenerBusRef {
             bus,
             counters,
@@ -323,7 +323,14 @@ impl ListenerBusRef {
         }
     }
 
-    pub fn endpoint(&self) -> &EndpointRef<LiveListenerBus> {
+    pub fn endpoint(&self) -> &EndpointRef<ListenerBusProtocol> {
         &self.bus
     }
 }
+
+crate::protocol! {
+    /// What the LiveListenerBus is asked: add a listener, drain the queue, stop.
+    pub ListenerBusProtocol { AddListener, Drain, StopBus }
+}
+
+crate::speaks!(LiveListenerBus: ListenerBusProtocol);

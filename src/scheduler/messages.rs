@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::loss_reason::ExecutorLossReason;
+use super::task::{FetchShuffleBlocks, KillTask, LaunchTask, ReviveOffers, StatusUpdate};
 use crate::runtime::ActorPath;
 
 // ------------------------------------------------------------------ executor ↔ DriverEndpoint
@@ -94,6 +95,20 @@ pub struct Shutdown {
 }
 
 // ------------------------------------------------------------------ YarnSchedulerEndpoint ↔ AMEndpoint
+
+/// CoarseGrainedSchedulerBackend.reset(), from the YarnSchedulerEndpoint when an
+/// ApplicationMaster registers (RegisterClusterManager): the requested totals are forgotten
+/// and every executor still known is removed as stale, since the new AM knows none of them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct ResetSchedulerBackend;
+
+/// An executor's connection dropped; find out why (DriverEndpoint → here).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct ExecutorDisconnected {
+    pub executor_id: String,
+}
 
 /// The AM's endpoint announces itself to the driver's YarnSchedulerEndpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
@@ -255,4 +270,85 @@ pub struct ClientDecommissionExecutors {
     pub executors: Vec<(String, ExecutorDecommissionInfo)>,
     pub adjust_target_num_executors: bool,
     pub triggered_by_executor: bool,
+}
+
+// ------------------------------------------------------------------ protocols
+
+crate::protocol! {
+    /// The driver's side of the cluster conversation: what Spark's DriverEndpoint receives.
+    /// From executors (RetrieveSparkAppConfig, RegisterExecutor, LaunchedExecutor,
+    /// StatusUpdate, ExecutorDecommissioning), from the YARN scheduler backend
+    /// (RemoveExecutor, RetrieveLastAllocatedExecutorId, KillExecutorsOnHost,
+    /// DecommissionExecutorsOnHost, ResetSchedulerBackend), from the scheduler's own timers
+    /// and the DAGScheduler (ReviveOffers, KillTask), and the SparkContext's
+    /// ExecutorAllocationClient and lifecycle calls (GetExecutors, AwaitExecutors,
+    /// ClientRequestTotalExecutors, ClientKillExecutors, ClientDecommissionExecutors,
+    /// StopExecutors, StopDriver).
+    pub DriverProtocol {
+        RetrieveSparkAppConfig,
+        RegisterExecutor,
+        LaunchedExecutor,
+        StatusUpdate,
+        ExecutorDecommissioning,
+        RemoveExecutor,
+        RetrieveLastAllocatedExecutorId,
+        KillExecutorsOnHost,
+        DecommissionExecutorsOnHost,
+        ResetSchedulerBackend,
+        ReviveOffers,
+        KillTask,
+        GetExecutors,
+        AwaitExecutors,
+        ClientRequestTotalExecutors,
+        ClientKillExecutors,
+        ClientDecommissionExecutors,
+        StopExecutors,
+        StopDriver,
+    }
+}
+
+crate::protocol! {
+    /// The executor's side of the cluster conversation: what Spark's
+    /// CoarseGrainedExecutorBackend receives from the driver (LaunchTask, KillTask,
+    /// StopExecutor, DecommissionExecutor, ReportTaskStatuses after a driver restart) and
+    /// from itself (RegisteredExecutor, Shutdown, the decommission signal).
+    pub ExecutorProtocol {
+        RegisteredExecutor,
+        LaunchTask,
+        KillTask,
+        StopExecutor,
+        Shutdown,
+        DecommissionExecutor,
+        ExecutorDecommissionSigReceived,
+        ReportTaskStatuses,
+    }
+}
+
+crate::protocol! {
+    /// The shuffle conversation: a reduce task fetches map outputs from the executor that
+    /// wrote them (Spark's BlockTransferService; OpenBlocks and its stream, in one call).
+    pub ShuffleProtocol { FetchShuffleBlocks }
+}
+
+crate::protocol! {
+    /// What the driver's YarnSchedulerEndpoint receives: the AM announcing itself
+    /// (RegisterClusterManager), the driver's requests on their way to the AM
+    /// (RequestExecutors, KillExecutors), executor removals and disconnections, the
+    /// allocator's RetrieveLastAllocatedExecutorId, host-wide decommissions, and Shutdown.
+    pub YarnSchedulerProtocol {
+        RegisterClusterManager,
+        RetrieveLastAllocatedExecutorId,
+        RequestExecutors,
+        KillExecutors,
+        RemoveExecutor,
+        ExecutorDisconnected,
+        DecommissionExecutorsOnHost,
+        Shutdown,
+    }
+}
+
+crate::protocol! {
+    /// What the ApplicationMaster's AMEndpoint receives from the driver's
+    /// YarnSchedulerEndpoint: executor totals, kills, loss reasons, and Shutdown (Spark 4).
+    pub AmProtocol { RequestExecutors, KillExecutors, GetExecutorLossReason, Shutdown }
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use actix::{Actor, Context};
 
-use super::driver_endpoint::DriverEndpoint;
 use super::task::ReviveOffers;
 use crate::runtime::timers::run_at_fixed_rate;
 use crate::runtime::{ActorPath, Me};
+use crate::scheduler::messages::DriverProtocol;
 
 /// The revive timer actor; see the module docs.
 pub struct ReviveTimer {
@@ -43,8 +43,10 @@ impl Actor for ReviveTimer {
         run_at_fixed_rate(ctx, &clock, Duration::ZERO, self.interval, |act: &mut Self, _| {
             let _ = act
                 .me
-                .endpoint::<DriverEndpoint>(&act.driver_endpoint)
+                .endpoint::<DriverProtocol>(&act.driver_endpoint)
                 .tell(ReviveOffers);
         });
     }
 }
+
+crate::speaks!(ReviveTimer);

@@ -12,11 +12,11 @@ use std::time::Duration;
 use actix::{Actor, Context};
 
 use super::dag_scheduler::{to_dag_event, BackendEvent, DagQueueRef};
-use super::driver_endpoint::DriverEndpoint;
 use super::task::ReviveOffers;
 use super::task_scheduler::TaskSchedulerImpl;
 use crate::runtime::timers::run_with_fixed_delay;
 use crate::runtime::{ActorPath, Kept, Me};
+use crate::scheduler::messages::DriverProtocol;
 
 /// The speculation timer actor; see the module docs.
 pub struct SpeculationTimer {
@@ -55,7 +55,7 @@ impl SpeculationTimer {
             }
             ts.take_events()
         };
-        let driver = self.me.endpoint::<DriverEndpoint>(&self.driver_endpoint);
+        let driver = self.me.endpoint::<DriverProtocol>(&self.driver_endpoint);
         let mut no_result = None;
         for ev in events {
             match to_dag_event(ev, &mut no_result) {
@@ -86,3 +86,5 @@ impl Actor for SpeculationTimer {
         });
     }
 }
+
+crate::speaks!(SpeculationTimer);

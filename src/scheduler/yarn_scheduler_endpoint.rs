@@ -16,27 +16,18 @@
 use std::time::Duration;
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
-use serde::{Deserialize, Serialize};
 
-use super::driver_endpoint::{DriverEndpoint, ResetSchedulerBackend};
 use super::executor_allocation_manager::ExecutorAllocationCore;
 use super::loss_reason::ExecutorLossReason;
 use super::messages::*;
-use crate::deploy::am_endpoint::AmEndpoint;
 use crate::rpc::EndpointRef;
+use crate::runtime::protocol::Carries;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
-
-/// An executor's connection dropped; find out why (DriverEndpoint → here).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[rtype(result = "()")]
-pub struct ExecutorDisconnected {
-    pub executor_id: String,
-}
 
 /// The YarnSchedulerEndpoint actor; see the module docs.
 pub struct YarnSchedulerEndpoint {
     me: Me,
-    driver: EndpointRef<DriverEndpoint>,
+    driver: EndpointRef<DriverProtocol>,
     /// The registered AM's endpoint, kept across restarts of this endpoint.
     am: Kept<Option<ActorPath>>,
     /// The ExecutorAllocationManager's state (dynamic allocation), reset when an AM registers.
@@ -62,7 +53,7 @@ impl YarnSchedulerEndpoint {
         }
     }
 
-    fn am(&self) -> Option<EndpointRef<AmEndpoint>> {
+    fn am(&self) -> Option<EndpointRef<AmProtocol>> {
         self.am.lock().as_ref().map(|p| self.me.endpoint(p))
     }
 }
@@ -118,7 +109,7 @@ impl YarnSchedulerEndpoint {
     ) -> ResponseFuture<Result<bool, String>>
     where
         M: Message<Result = Result<bool, String>> + Send + 'static,
-        AmEndpoint: Handler<M>,
+        AmProtocol: Carries<M>,
     {
         let Some(am) = self.am() else {
             tracing::warn!("{before_am}");
@@ -280,3 +271,5 @@ impl Handler<Shutdown> for YarnSchedulerEndpoint {
         }
     }
 }
+
+crate::speaks!(YarnSchedulerEndpoint: YarnSchedulerProtocol);

@@ -22,12 +22,12 @@ use tokio::sync::watch;
 
 use super::client_service;
 use super::protocol::{AdminRequest, ClientProtocol, ClientRequest, ClientResponse};
-use super::resource_manager::ResourceManager;
 use crate::conf::{self, SparkConf};
 use crate::logs::ctx::in_scope;
 use crate::rpc::tcp::{serve_limited, RequestHandler, ServerLimits, SMALL_FRAME_BYTES};
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Me};
+use crate::yarn::protocol::ApplicationClientProtocol;
 
 /// How long one client call may wait for the ResourceManager.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -121,7 +121,7 @@ impl Actor for ClientRmService {
             humantime::format_duration(limits.idle_timeout),
             limits.max_frame
         );
-        let rm: EndpointRef<ResourceManager> = self.me.endpoint(&self.rm);
+        let rm: EndpointRef<ApplicationClientProtocol> = self.me.endpoint(&self.rm);
         let me = self.me.clone();
         let handler = RequestHandler::<ClientProtocol>::new(move |request| {
             let (rm, me) = (rm.clone(), me.clone());
@@ -135,7 +135,7 @@ impl Actor for ClientRmService {
                         }
                         if admin.is_rm_admin() {
                             ClientResponse::Admin(
-                                client_service::serve_rm_admin(&rm, admin, CALL_TIMEOUT).await,
+                                client_service::serve_rm_admin(&rm.speaking(), admin, CALL_TIMEOUT).await,
                             )
                         } else {
                             ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin))
@@ -157,6 +157,8 @@ impl Actor for ClientRmService {
     }
 }
 
+crate::speaks!(ClientRmService);
+
 #[cfg(test)]
 mod tests {
     //! The transport with YARN's client protocol plugged in: how its errors name the
@@ -171,7 +173,7 @@ mod tests {
     use super::*;
     use crate::rpc::tcp::testkit::*;
     use crate::rpc::tcp::{
-        encode_frame, handler_fn, read_frame, Protocol, RequestFrame, ResponseFrame, TransportError,
+        encode_frame, handler_fn, read_frame, RequestFrame, ResponseFrame, TransportError, WireProtocol,
         DEFAULT_MAX_REQUEST_FRAME, MAX_FRAME_BYTES,
     };
     use crate::yarn::protocol::{

@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, ListNodes};
 use super::records::{ApplicationId, ContainerId};
-use super::resource_manager::ResourceManager;
 use crate::rpc::EndpointRef;
 use crate::runtime::fault::Trigger;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{ActorPath, Cluster, FaultError, PartitionMode, PathGlob};
+use crate::yarn::protocol::{ApplicationClientProtocol, ResourceManagerAdministrationProtocol};
 
 /// The longest a report waits for a change of state before it is answered anyway.
 pub const MAX_REPORT_WAIT: Duration = Duration::from_secs(60);
@@ -38,7 +38,7 @@ pub const MAX_PLAN_TASKS: u64 = 1_000_000_000;
 /// request's own report wait). Admin calls need the node's cluster ([`serve_admin`]); here
 /// they are refused.
 pub async fn serve(
-    rm: &EndpointRef<ResourceManager>,
+    rm: &EndpointRef<ApplicationClientProtocol>,
     request: ClientRequest,
     timeout: Duration,
 ) -> ClientResponse {
@@ -84,7 +84,7 @@ pub async fn serve(
 /// Serves one of the ResourceManager's admin calls ([`AdminRequest::is_rm_admin`]) with
 /// the RM behind `rm`.
 pub async fn serve_rm_admin(
-    rm: &EndpointRef<ResourceManager>,
+    rm: &EndpointRef<ResourceManagerAdministrationProtocol>,
     request: AdminRequest,
     timeout: Duration,
 ) -> AdminResponse {

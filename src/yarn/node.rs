@@ -16,6 +16,7 @@ use super::client_rm_service::ClientRmService;
 use super::launcher::LauncherRegistry;
 use super::node_manager::{NmState, NodeManager};
 use super::resource_manager::{ResourceManager, RmConfig, RmState};
+use crate::yarn::protocol::{ApplicationClientProtocol, ResourceManagerAdministrationProtocol};
 
 /// The node's root segment.
 pub const NODE_ROOT: &str = "node";
@@ -92,7 +93,7 @@ pub fn start_node(
 /// Waits (real time, at most `limit`) until the ResourceManager runs and `nodes`
 /// NodeManagers have registered with it.
 pub async fn wait_ready(cluster: &Cluster, nodes: usize, limit: std::time::Duration) -> Result<(), String> {
-    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    let rm = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         if let Ok(reports) = rm.ask(super::protocol::GetClusterNodes, limit).await {
@@ -118,7 +119,7 @@ pub async fn refresh_nodes(
     request: super::protocol::RefreshNodes,
     limit: std::time::Duration,
 ) -> Result<Vec<crate::yarn::records::NodeReport>, String> {
-    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    let rm = cluster.endpoint::<ResourceManagerAdministrationProtocol>(&rm_path());
     match rm.ask(request, limit).await {
         Ok(answer) => answer.map_err(|e| e.to_string()),
         Err(e) => Err(format!("the ResourceManager did not answer: {e}")),
@@ -130,7 +131,7 @@ pub async fn list_nodes(
     cluster: &Cluster,
     limit: std::time::Duration,
 ) -> Result<Vec<crate::yarn::records::NodeReport>, String> {
-    let rm = cluster.endpoint::<ResourceManager>(&rm_path());
+    let rm = cluster.endpoint::<ResourceManagerAdministrationProtocol>(&rm_path());
     rm.ask(super::protocol::ListNodes, limit)
         .await
         .map_err(|e| format!("the ResourceManager did not answer: {e}"))

@@ -48,15 +48,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{
-    Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, ResponseActFuture,
-    WrapFuture,
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, ResponseActFuture, WrapFuture,
 };
-use serde::{Deserialize, Serialize};
 
 use super::launcher::{Launch, LauncherRegistry};
 use super::protocol::*;
 use super::records::*;
-use super::resource_manager::{RegisterNode, ResourceManager};
 use crate::conf::NodeSpec;
 use crate::logs::output::OutputSink;
 use crate::logs::LogIds;
@@ -64,8 +61,9 @@ use crate::rpc::EndpointRef;
 use crate::runtime::cell::CellShared;
 use crate::runtime::supervisor::{StartChild, TerminateChild, WhichChildren};
 use crate::runtime::timers::run_later;
+use crate::runtime::SupervisorProtocol;
 use crate::runtime::{
-    ActorPath, ChildSpec, ExitReason, Kept, Me, Restart, Strategy, Supervisor, SupervisorSpec, Terminated,
+    ActorPath, ChildSpec, ExitReason, Kept, Me, Restart, Strategy, SupervisorSpec, Terminated,
 };
 
 /// How many finished containers' outputs a NodeManager keeps.
@@ -93,11 +91,6 @@ const MAX_FLUSH_DELAY: Duration = Duration::from_secs(1);
 pub fn node_manager_path(host: &str) -> ActorPath {
     ActorPath::from_trusted(format!("/{}/nm-{host}/node-manager", super::node::NODE_ROOT))
 }
-
-/// A restarted ResourceManager asks its NodeManagers to register again (NodeAction.RESYNC).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[rtype(result = "()")]
-pub struct Resync;
 
 struct ContainerRecord {
     app_id: ApplicationId,
@@ -134,7 +127,7 @@ pub struct NodeManager {
     me: Me,
     spec: NodeSpec,
     rm_path: ActorPath,
-    rm: EndpointRef<ResourceManager>,
+    rm: EndpointRef<ResourceTracker>,
     /// The node's supervisor, under which containers run.
     node_sup: ActorPath,
     state: Kept<NmState>,
@@ -306,7 +299,7 @@ impl NodeManager {
         if known.is_empty() {
             return;
         }
-        let sup = self.me.endpoint::<Supervisor>(&self.node_sup);
+        let sup = self.me.endpoint::<SupervisorProtocol>(&self.node_sup);
         let timeout = self.timeout;
         ctx.wait(
             async move { sup.ask(WhichChildren, timeout).await }
@@ -595,7 +588,7 @@ impl Handler<StartContainer> for NodeManager {
                 cell: None,
             },
         );
-        let sup = self.me.endpoint::<Supervisor>(&self.node_sup);
+        let sup = self.me.endpoint::<SupervisorProtocol>(&self.node_sup);
         let timeout = self.timeout;
         Box::pin(
             async move { sup.ask(StartChild(spec), timeout).await }
@@ -635,7 +628,7 @@ impl Handler<StopContainer> for NodeManager {
         tracing::info!(container_id = %msg.container_id, requester = ?msg.requester, "Stopping container {}", msg.container_id);
         let _ = self
             .me
-            .endpoint::<Supervisor>(&self.node_sup)
+            .endpoint::<SupervisorProtocol>(&self.node_sup)
             .tell(TerminateChild(msg.container_id.to_string()));
         Ok(())
     }
@@ -684,3 +677,5 @@ impl Handler<ReadContainerOutput> for NodeManager {
         }))
     }
 }
+
+crate::speaks!(NodeManager: ContainerManagementProtocol, NodeActionProtocol);

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::records::*;
 use crate::conf;
-use crate::rpc::tcp::{self, LimitKeys, Protocol};
+use crate::rpc::tcp::{self, LimitKeys, WireProtocol};
 use crate::runtime::fault::Killed;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{FaultPlan, KillMode, PartitionMode};
@@ -319,7 +319,7 @@ impl ClientRequest {
 /// calls and the port's `yarn.sparkyard.client-port.*` limits.
 pub struct ClientProtocol;
 
-impl Protocol for ClientProtocol {
+impl WireProtocol for ClientProtocol {
     type Request = ClientRequest;
     type Response = ClientResponse;
     /// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`).
@@ -422,4 +422,74 @@ pub enum AdminResponse {
     /// Not done: a malformed pattern, a target that matches no running actor, an empty plan;
     /// one line that names the pattern.
     Refused(String),
+}
+
+/// A NodeManager (re-)registers (Hadoop's RegisterNodeManagerRequest with its
+/// NMContainerStatuses): its capability, the containers running on it, and the completed
+/// statuses the RM has not taken yet. The RM completes as lost every container it placed on
+/// the node that the node does not name, and answers their ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<NodeRegistration, YarnError>")]
+pub struct RegisterNode {
+    pub host: String,
+    pub rack: String,
+    pub capability: Resource,
+    pub running: Vec<ContainerId>,
+    pub completed: Vec<ContainerStatus>,
+}
+
+/// The answer to [`RegisterNode`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRegistration {
+    /// Containers of this node completed as lost: the node must not start them.
+    pub lost: Vec<ContainerId>,
+}
+
+/// A restarted ResourceManager asks its NodeManagers to register again (NodeAction.RESYNC).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct Resync;
+
+// ------------------------------------------------------------------ protocols
+
+crate::protocol! {
+    /// ApplicationClientProtocol: what a client (spark-submit's YARN Client, `sparkyard
+    /// status`, the client port) asks the ResourceManager.
+    pub ApplicationClientProtocol {
+        GetNewApplication,
+        SubmitApplication,
+        GetApplicationReport,
+        KillApplication,
+        GetClusterNodes,
+        GetContainerOutput,
+    }
+}
+
+crate::protocol! {
+    /// ApplicationMasterProtocol: what an ApplicationMaster asks the ResourceManager.
+    pub ApplicationMasterProtocol { RegisterApplicationMaster, Allocate, FinishApplicationMaster }
+}
+
+crate::protocol! {
+    /// ResourceTracker: what a NodeManager tells the ResourceManager (registration,
+    /// re-registration after a resync, completed containers).
+    pub ResourceTracker { RegisterNodeManager, RegisterNode, NodeStatusUpdate }
+}
+
+crate::protocol! {
+    /// ResourceManagerAdministrationProtocol: `sparkyard rmadmin` (refreshNodes, the node
+    /// list).
+    pub ResourceManagerAdministrationProtocol { RefreshNodes, ListNodes }
+}
+
+crate::protocol! {
+    /// ContainerManagementProtocol: what the ResourceManager (an AM's container) and an
+    /// ApplicationMaster (its executors) ask a NodeManager, plus reading a container's output.
+    pub ContainerManagementProtocol { StartContainer, StopContainer, ReadContainerOutput }
+}
+
+crate::protocol! {
+    /// The ResourceManager's commands to a NodeManager, carried by Hadoop on heartbeat
+    /// responses (NodeAction): RESYNC after an RM restart.
+    pub NodeActionProtocol { Resync }
 }

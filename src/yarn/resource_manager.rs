@@ -45,41 +45,19 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use actix::dev::ToEnvelope;
 use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
-use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use super::leaf_queue::{self, Decision, LeafQueue};
-use super::node_manager::{node_manager_path, NodeManager, Resync, LOST_CONTAINER};
+use super::node_manager::{node_manager_path, LOST_CONTAINER};
 use super::protocol::*;
 use super::records::*;
 use super::scheduler::Scheduler;
 use crate::conf::{self, SparkConf};
 use crate::rpc::{AskError, EndpointRef};
+use crate::runtime::protocol::Carries;
 use crate::runtime::timers::run_later;
 use crate::runtime::{Kept, Me};
-
-/// A NodeManager (re-)registers (Hadoop's RegisterNodeManagerRequest with its
-/// NMContainerStatuses): its capability, the containers running on it, and the completed
-/// statuses the RM has not taken yet. The RM completes as lost every container it placed on
-/// the node that the node does not name, and answers their ids.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Message)]
-#[rtype(result = "Result<NodeRegistration, YarnError>")]
-pub struct RegisterNode {
-    pub host: String,
-    pub rack: String,
-    pub capability: Resource,
-    pub running: Vec<ContainerId>,
-    pub completed: Vec<ContainerStatus>,
-}
-
-/// The answer to [`RegisterNode`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeRegistration {
-    /// Containers of this node completed as lost: the node must not start them.
-    pub lost: Vec<ContainerId>,
-}
 
 /// The diagnostics of a container its AM released (SchedulerUtils.RELEASED_CONTAINER).
 pub const RELEASED_CONTAINER: &str = "Container released by application";
@@ -92,16 +70,11 @@ const RM_RETRY_DELAY: Duration = Duration::from_millis(10);
 /// reached (the ask died with its incarnation's mailbox, or nothing is registered at its
 /// path while it restarts) the ask is sent again after a short pause, up to
 /// 100 times (one second); a time-out or the RM's own answer ends it.
-pub async fn ask_rm<M>(
-    rm: &EndpointRef<ResourceManager>,
-    msg: M,
-    timeout: Duration,
-) -> Result<M::Result, AskError>
+pub async fn ask_rm<P, M>(rm: &EndpointRef<P>, msg: M, timeout: Duration) -> Result<M::Result, AskError>
 where
     M: Message + Clone + Send + 'static,
     M::Result: Send,
-    ResourceManager: Handler<M>,
-    <ResourceManager as Actor>::Context: ToEnvelope<ResourceManager, M>,
+    P: Carries<M>,
 {
     rm.ask_while_restarting(msg, timeout, RM_TRIES, RM_RETRY_DELAY)
         .await
@@ -419,7 +392,7 @@ impl ResourceManager {
         }
     }
 
-    fn nm(&self, host: &str) -> EndpointRef<NodeManager> {
+    fn nm(&self, host: &str) -> EndpointRef<ContainerManagementProtocol> {
         self.me.endpoint(&node_manager_path(host))
     }
 
@@ -686,7 +659,8 @@ impl ResourceManager {
         let nm = self.nm(&container.node);
         let host = container.node.clone();
         let id = container.id;
-        let rm: EndpointRef<ResourceManager> = self.me.endpoint(self.me.path());
+        let rm: EndpointRef<ResourceTracker> = self.me.endpoint(self.me.path());
+        let launched: EndpointRef<AmLaunchProtocol> = rm.speaking();
         let timeout = self.config.ask_timeout;
         let clock = self.me.clock().clone();
         actix::spawn(async move {
@@ -705,7 +679,7 @@ impl ResourceManager {
             };
             let failure = match result {
                 Ok(Ok(())) => {
-                    let _ = rm.tell(AmContainerLaunched { container_id: id });
+                    let _ = launched.tell(AmContainerLaunched { container_id: id });
                     None
                 }
                 Ok(Err(e)) => Some(e.to_string()),
@@ -977,7 +951,7 @@ impl ResourceManager {
             "Recommission node {host} with state {previous}"
         );
         if previous == NodeState::Decommissioned {
-            if let Err(e) = self.nm(host).tell(Resync) {
+            if let Err(e) = self.nm(host).speaking::<NodeActionProtocol>().tell(Resync) {
                 tracing::warn!(host, "cannot ask {host} to register again: {e}");
             }
         } else {
@@ -1142,7 +1116,7 @@ impl Actor for ResourceManager {
                 hosts.len()
             );
             for host in hosts {
-                if let Err(e) = self.nm(&host).tell(Resync) {
+                if let Err(e) = self.nm(&host).speaking::<NodeActionProtocol>().tell(Resync) {
                     tracing::warn!(host = host.as_str(), "cannot ask {host} to resynchronise: {e}");
                 }
             }
@@ -1738,6 +1712,19 @@ impl Handler<NodeStatusUpdate> for ResourceManager {
         }
     }
 }
+
+crate::protocol! {
+    /// The ResourceManager's own launch task: the AM container started.
+    AmLaunchProtocol { AmContainerLaunched }
+}
+
+crate::speaks!(
+    ResourceManager: ApplicationClientProtocol,
+    ApplicationMasterProtocol,
+    ResourceTracker,
+    ResourceManagerAdministrationProtocol,
+    AmLaunchProtocol,
+);
 
 #[cfg(test)]
 mod tests {

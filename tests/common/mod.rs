@@ -14,6 +14,8 @@ use actix::prelude::*;
 use serde_json::Value;
 use sparkyard::runtime::timers::run_at_fixed_rate;
 use sparkyard::runtime::{ActorPath, ChildSpec, Clock, Cluster, ExitReason, Kept, Me, Terminated};
+use sparkyard::yarn::protocol::ApplicationClientProtocol;
+use sparkyard::{protocol, speaks};
 
 /// A cluster on a manual clock whose records are captured.
 pub fn cluster() -> Cluster {
@@ -208,6 +210,13 @@ impl Handler<ExitWith> for Probe {
     }
 }
 
+protocol! {
+    /// What a test asks a [`Probe`].
+    pub ProbeProtocol { Ping, Crash, Finish, ExitWith }
+}
+
+speaks!(Probe: ProbeProtocol);
+
 /// Records every `Terminated` it receives; watches the paths it is told to.
 pub struct Watcher {
     pub me: Me,
@@ -301,7 +310,14 @@ pub async fn embedded_node_with(
         .await
         .unwrap();
     let rm = sparkyard::deploy::client::RmConnection::Local(
-        cluster.endpoint::<sparkyard::yarn::resource_manager::ResourceManager>(&rm_path()),
+        cluster.endpoint::<ApplicationClientProtocol>(&rm_path()),
     );
     (cluster, rm)
 }
+
+protocol! {
+    /// What a test tells a [`Watcher`].
+    pub WatcherProtocol { WatchPath }
+}
+
+speaks!(Watcher: WatcherProtocol);

@@ -32,9 +32,10 @@ use super::core::{ExecutorAllocationCore, Round, TargetRequest};
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_with_fixed_delay;
 use crate::runtime::{ActorPath, Clock, Kept, Me};
-use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverState};
+use crate::scheduler::driver_endpoint::DriverState;
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::SparkListener;
+use crate::scheduler::messages::DriverProtocol;
 use crate::scheduler::messages::{
     ClientDecommissionExecutors, ClientKillExecutors, ClientRequestTotalExecutors, ExecutorDecommissionInfo,
 };
@@ -80,7 +81,7 @@ impl ExecutorAllocationManager {
         }
     }
 
-    fn driver(&self) -> EndpointRef<DriverEndpoint> {
+    fn driver(&self) -> EndpointRef<DriverProtocol> {
         self.me.endpoint(&self.driver_endpoint)
     }
 
@@ -228,3 +229,5 @@ impl SparkListener for ExecutorAllocationListener {
         self.core.lock().on_event(event, now, &|_| active);
     }
 }
+
+crate::speaks!(ExecutorAllocationManager);
