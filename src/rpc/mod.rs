@@ -4,4 +4,5 @@
 //! routes, so it lives with them).
 
 pub use crate::runtime::endpoint::{AskError, EndpointRef};
+pub mod remote;
 pub mod tcp;

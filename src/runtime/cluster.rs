@@ -23,6 +23,7 @@ use super::panic::install_quiet_hook;
 use super::path::{ActorPath, PathError};
 use super::protocol::{Endpoint, Protocol};
 use super::registry::{ActorInfo, Registry};
+use super::remote::{RemoteLink, Routes};
 use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
 use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
 use crate::logs::sink::{self, LogSink};
@@ -38,6 +39,10 @@ struct Inner {
     arbiter: ArbiterHandle,
     roots: Mutex<Vec<Arc<CellShared>>>,
     ended: tokio::sync::Notify,
+    /// Path prefixes served by other processes, and whether there are any (the fast path of
+    /// every local message reads only the flag).
+    routes: Routes,
+    has_routes: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Inner {
@@ -129,6 +134,8 @@ impl ClusterBuilder {
                 arbiter,
                 roots: Mutex::new(Vec::new()),
                 ended: tokio::sync::Notify::new(),
+                routes: Routes::default(),
+                has_routes: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -183,6 +190,37 @@ impl Cluster {
     /// A reference to the actor of type `A` at `path`, sending from outside any actor.
     pub fn endpoint<P: Protocol>(&self, path: &ActorPath) -> EndpointRef<P> {
         EndpointRef::new(self.clone(), path.clone(), None)
+    }
+
+    /// Routes the paths under `prefix` to another process over `link`: a ref to such a path
+    /// that no local actor holds sends its messages there (see [`super::remote`]).
+    pub fn add_route(&self, prefix: ActorPath, link: Arc<dyn RemoteLink>) {
+        tracing::info!(
+            event = "route_added",
+            prefix = prefix.as_str(),
+            peer = link.peer(),
+            "paths under {prefix} are served by {}",
+            link.peer()
+        );
+        self.inner.routes.add(prefix, link);
+        self.inner.has_routes.store(true, Ordering::Release);
+    }
+
+    /// Forgets the route of `prefix`.
+    pub fn remove_route(&self, prefix: &ActorPath) {
+        self.inner.routes.remove(prefix);
+        self.inner
+            .has_routes
+            .store(!self.inner.routes.is_empty(), Ordering::Release);
+    }
+
+    /// The link to the process serving `path`, when no local actor holds it and a route
+    /// covers it.
+    pub(crate) fn remote_link(&self, path: &ActorPath) -> Option<Arc<dyn RemoteLink>> {
+        if !self.inner.has_routes.load(Ordering::Acquire) || self.inner.registry.contains(path) {
+            return None;
+        }
+        self.inner.routes.link_for(path)
     }
 
     /// Every live actor, sorted by path.

@@ -29,6 +29,7 @@ use super::fault::Route;
 use super::path::{short_type_name, ActorPath};
 use super::protocol::{Carries, Protocol};
 use super::registry::LookupError;
+use super::remote::{RemoteLink, RemoteMessage};
 use crate::logs::ctx::in_scope;
 
 /// Why an ask got no answer.
@@ -44,6 +45,13 @@ pub enum AskError {
     },
     /// The actor ended before it answered.
     Died { path: ActorPath, msg_type: &'static str },
+    /// The target lives in another process, and the message or its answer did not make
+    /// the trip (the link, the other process or the decoding said why).
+    Remote {
+        path: ActorPath,
+        msg_type: &'static str,
+        reason: String,
+    },
 }
 
 impl fmt::Display for AskError {
@@ -60,6 +68,14 @@ impl fmt::Display for AskError {
                 humantime::format_duration(*after)
             ),
             AskError::Died { path, msg_type } => write!(f, "{path} ended before it answered {msg_type}"),
+            AskError::Remote {
+                path,
+                msg_type,
+                reason,
+            } => write!(
+                f,
+                "{path} (in another process) did not answer {msg_type}: {reason}"
+            ),
         }
     }
 }
@@ -143,6 +159,61 @@ impl<P: Protocol> EndpointRef<P> {
         self.cluster.registry().incarnation(&self.to)
     }
 
+    /// `body` (an encoded `M`) addressed to the target, for a link to another process.
+    fn remote_message<M>(&self, body: Vec<u8>, ask: Option<Duration>) -> RemoteMessage {
+        RemoteMessage {
+            to: self.to.as_str().to_string(),
+            from: self.from.as_ref().map(|p| p.as_str().to_string()),
+            protocol: P::NAME.to_string(),
+            message: short_type_name::<M>().to_string(),
+            body,
+            ask,
+        }
+    }
+
+    /// [`tell`](Self::tell) to an actor of another process: encoded and sent over the
+    /// route's link; a failure on the way is logged, as a lost message on a network is not
+    /// seen by its sender.
+    fn tell_remote<M>(&self, link: Arc<dyn RemoteLink>, msg: M) -> Result<(), LookupError>
+    where
+        P: Carries<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        let body = match P::encode(&msg) {
+            None => {
+                return Err(LookupError::LocalOnly {
+                    path: self.to.clone(),
+                    protocol: P::NAME,
+                })
+            }
+            Some(Err(e)) => {
+                tracing::warn!(
+                    to = self.to.as_str(),
+                    "cannot send {} to {}: {e}",
+                    short_type_name::<M>(),
+                    self.to
+                );
+                return Ok(());
+            }
+            Some(Ok(body)) => body,
+        };
+        let sent = link.send(self.remote_message::<M>(body, None));
+        let to = self.to.clone();
+        self.cluster.spawn_task(async move {
+            if let Err(e) = sent.await {
+                tracing::warn!(
+                    to = to.as_str(),
+                    peer = link.peer(),
+                    "{} to {to} over {} was not delivered: {e}",
+                    short_type_name::<M>(),
+                    link.peer()
+                );
+            }
+        });
+        Ok(())
+    }
+
     fn route(&self) -> Route {
         self.cluster
             .faults()
@@ -158,13 +229,16 @@ impl<P: Protocol> EndpointRef<P> {
         M::Result: Send,
     {
         match self.route() {
-            Route::Deliver => self
-                .cluster
-                .registry()
-                .with_protocol::<P, _>(&self.to, |handle, shared| {
-                    trace_delivery::<M>(shared, self.from.as_ref(), "delivered");
-                    handle.recipient().do_send(msg)
-                }),
+            Route::Deliver => match self.cluster.remote_link(&self.to) {
+                Some(link) => self.tell_remote(link, msg),
+                None => self
+                    .cluster
+                    .registry()
+                    .with_protocol::<P, _>(&self.to, |handle, shared| {
+                        trace_delivery::<M>(shared, self.from.as_ref(), "delivered");
+                        handle.recipient().do_send(msg)
+                    }),
+            },
             Route::Drop => {
                 let _ = self
                     .cluster
@@ -179,6 +253,10 @@ impl<P: Protocol> EndpointRef<P> {
                 let deadline = self.cluster.clock().now().saturating_add(delay);
                 self.cluster.spawn_task(async move {
                     this.cluster.clock().sleep_until(deadline).await;
+                    if let Some(link) = this.cluster.remote_link(&this.to) {
+                        let _ = this.tell_remote(link, msg);
+                        return;
+                    }
                     let _ = this
                         .cluster
                         .registry()
@@ -267,6 +345,29 @@ impl<P: Protocol> EndpointRef<P> {
                 }
                 Route::Deliver => None,
             };
+            if let Some(link) = this.cluster.remote_link(&this.to) {
+                let body = match P::encode(&msg) {
+                    None => {
+                        return Err(AskError::Lookup(LookupError::LocalOnly {
+                            path: this.to.clone(),
+                            protocol: P::NAME,
+                        }))
+                    }
+                    Some(body) => body,
+                };
+                let remote = |reason: String| AskError::Remote {
+                    path: this.to.clone(),
+                    msg_type,
+                    reason,
+                };
+                let left = deadline.saturating_sub(clock.now());
+                let sent = link.send(this.remote_message::<M>(body.map_err(remote)?, Some(left)));
+                return match clock.timeout_at(deadline, sent).await {
+                    Ok(Ok(bytes)) => P::decode_reply(&bytes).map_err(remote),
+                    Ok(Err(reason)) => Err(remote(reason)),
+                    Err(_) => Err(timed_out()),
+                };
+            }
             let request = this
                 .cluster
                 .registry()

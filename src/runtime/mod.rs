@@ -26,6 +26,7 @@ pub mod panic;
 pub mod path;
 pub mod protocol;
 pub mod registry;
+pub mod remote;
 pub mod supervisor;
 pub mod timers;
 pub mod watch;

@@ -43,6 +43,8 @@ pub enum LookupError {
         actual: &'static str,
         expected: &'static str,
     },
+    /// The path lies in another process and the protocol cannot cross one.
+    LocalOnly { path: ActorPath, protocol: &'static str },
 }
 
 impl fmt::Display for LookupError {
@@ -59,6 +61,10 @@ impl fmt::Display for LookupError {
                     "the actor at {path} is a {actual}, which does not speak {expected}"
                 )
             }
+            LookupError::LocalOnly { path, protocol } => write!(
+                f,
+                "{path} lives in another process and {protocol} is local only: its messages cannot cross a process"
+            ),
         }
     }
 }
@@ -178,6 +184,25 @@ impl Registry {
                 expected: P::NAME,
             }),
         }
+    }
+
+    /// Delivers a message from another process to the actor at `path` through the protocol
+    /// it names; `Ok(None)` when that protocol is local only.
+    pub(crate) fn dispatch(
+        &self,
+        path: &ActorPath,
+        message: &super::remote::RemoteMessage,
+    ) -> Result<Option<super::remote::ReplyFuture>, String> {
+        let entry = self
+            .entries
+            .get(path)
+            .ok_or_else(|| LookupError::NotFound { path: path.clone() }.to_string())?;
+        entry.protocols.dispatch(message).ok_or_else(|| {
+            format!(
+                "the actor at {path} is a {}, which does not speak {}",
+                entry.shared.actor_type, message.protocol
+            )
+        })
     }
 
     /// The live incarnation at `path`.

@@ -336,7 +336,7 @@ impl SparkListener for HeartbeatListener {
 crate::protocol! {
     /// The heartbeat conversation: executors report their running tasks' metrics and learn
     /// whether the driver still knows them (Spark's HeartbeatReceiver).
-    pub HeartbeatProtocol { Heartbeat }
+    remote pub HeartbeatProtocol { Heartbeat }
 }
 
 crate::speaks!(HeartbeatReceiver: HeartbeatProtocol);

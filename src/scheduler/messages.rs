@@ -284,7 +284,7 @@ crate::protocol! {
     /// ExecutorAllocationClient and lifecycle calls (GetExecutors, AwaitExecutors,
     /// ClientRequestTotalExecutors, ClientKillExecutors, ClientDecommissionExecutors,
     /// StopExecutors, StopDriver).
-    pub DriverProtocol {
+    remote pub DriverProtocol {
         RetrieveSparkAppConfig,
         RegisterExecutor,
         LaunchedExecutor,
@@ -312,7 +312,7 @@ crate::protocol! {
     /// CoarseGrainedExecutorBackend receives from the driver (LaunchTask, KillTask,
     /// StopExecutor, DecommissionExecutor, ReportTaskStatuses after a driver restart) and
     /// from itself (RegisteredExecutor, Shutdown, the decommission signal).
-    pub ExecutorProtocol {
+    remote pub ExecutorProtocol {
         RegisteredExecutor,
         LaunchTask,
         KillTask,
@@ -327,7 +327,7 @@ crate::protocol! {
 crate::protocol! {
     /// The shuffle conversation: a reduce task fetches map outputs from the executor that
     /// wrote them (Spark's BlockTransferService; OpenBlocks and its stream, in one call).
-    pub ShuffleProtocol { FetchShuffleBlocks }
+    remote pub ShuffleProtocol { FetchShuffleBlocks }
 }
 
 crate::protocol! {
@@ -335,7 +335,7 @@ crate::protocol! {
     /// (RegisterClusterManager), the driver's requests on their way to the AM
     /// (RequestExecutors, KillExecutors), executor removals and disconnections, the
     /// allocator's RetrieveLastAllocatedExecutorId, host-wide decommissions, and Shutdown.
-    pub YarnSchedulerProtocol {
+    remote pub YarnSchedulerProtocol {
         RegisterClusterManager,
         RetrieveLastAllocatedExecutorId,
         RequestExecutors,
@@ -350,5 +350,5 @@ crate::protocol! {
 crate::protocol! {
     /// What the ApplicationMaster's AMEndpoint receives from the driver's
     /// YarnSchedulerEndpoint: executor totals, kills, loss reasons, and Shutdown (Spark 4).
-    pub AmProtocol { RequestExecutors, KillExecutors, GetExecutorLossReason, Shutdown }
+    remote pub AmProtocol { RequestExecutors, KillExecutors, GetExecutorLossReason, Shutdown }
 }

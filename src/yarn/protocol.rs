@@ -455,7 +455,7 @@ pub struct Resync;
 crate::protocol! {
     /// ApplicationClientProtocol: what a client (spark-submit's YARN Client, `sparkyard
     /// status`, the client port) asks the ResourceManager.
-    pub ApplicationClientProtocol {
+    remote pub ApplicationClientProtocol {
         GetNewApplication,
         SubmitApplication,
         GetApplicationReport,
@@ -467,29 +467,29 @@ crate::protocol! {
 
 crate::protocol! {
     /// ApplicationMasterProtocol: what an ApplicationMaster asks the ResourceManager.
-    pub ApplicationMasterProtocol { RegisterApplicationMaster, Allocate, FinishApplicationMaster }
+    remote pub ApplicationMasterProtocol { RegisterApplicationMaster, Allocate, FinishApplicationMaster }
 }
 
 crate::protocol! {
     /// ResourceTracker: what a NodeManager tells the ResourceManager (registration,
     /// re-registration after a resync, completed containers).
-    pub ResourceTracker { RegisterNodeManager, RegisterNode, NodeStatusUpdate }
+    remote pub ResourceTracker { RegisterNodeManager, RegisterNode, NodeStatusUpdate }
 }
 
 crate::protocol! {
     /// ResourceManagerAdministrationProtocol: `sparkyard rmadmin` (refreshNodes, the node
     /// list).
-    pub ResourceManagerAdministrationProtocol { RefreshNodes, ListNodes }
+    remote pub ResourceManagerAdministrationProtocol { RefreshNodes, ListNodes }
 }
 
 crate::protocol! {
     /// ContainerManagementProtocol: what the ResourceManager (an AM's container) and an
     /// ApplicationMaster (its executors) ask a NodeManager, plus reading a container's output.
-    pub ContainerManagementProtocol { StartContainer, StopContainer, ReadContainerOutput }
+    remote pub ContainerManagementProtocol { StartContainer, StopContainer, ReadContainerOutput }
 }
 
 crate::protocol! {
     /// The ResourceManager's commands to a NodeManager, carried by Hadoop on heartbeat
     /// responses (NodeAction): RESYNC after an RM restart.
-    pub NodeActionProtocol { Resync }
+    remote pub NodeActionProtocol { Resync }
 }
