@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use sparkyard::logs::{Console, LogInit};
+use sparkyard::rpc::remote::{serve_actors, TcpLink};
+use sparkyard::rpc::tcp::ServerLimits;
 use sparkyard::runtime::{ActorPath, ChildSpec, Cluster, KillMode, Me, Strategy, SupervisorSpec};
 
 struct Echo {
@@ -23,7 +25,7 @@ impl Actor for Echo {
     type Context = Context<Self>;
 }
 
-#[derive(Message)]
+#[derive(Message, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "u64")]
 struct Ping(u64);
 
@@ -34,7 +36,7 @@ impl Handler<Ping> for Echo {
     }
 }
 
-#[derive(Message)]
+#[derive(Message, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 struct Count;
 
@@ -46,7 +48,7 @@ impl Handler<Count> for Echo {
 }
 
 sparkyard::protocol! {
-    EchoProtocol { Ping, Count }
+    remote EchoProtocol { Ping, Count }
 }
 
 sparkyard::speaks!(Echo: EchoProtocol);
@@ -178,6 +180,28 @@ fn main() {
                 percentile(&times, 0.99)
             );
         }
+        // 4. The same ask from another runtime, over a TCP route on loopback (encode, frame,
+        // deliver, answer, decode; both ends on this thread).
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        actix::spawn(serve_actors(cluster.clone(), listener, stopped, ServerLimits::default()));
+        let near = Cluster::builder().build().expect("second cluster");
+        near.add_route(ActorPath::parse("/bench").expect("path"), TcpLink::new(&addr));
+        let far = near.endpoint::<EchoProtocol>(&echo_path);
+        const T: u64 = 10_000;
+        let mut remote = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            for i in 0..T {
+                far.ask(Ping(i), limit).await.expect("remote ask");
+            }
+            remote.push(t.elapsed().as_nanos() as f64 / T as f64 / 1000.0);
+        }
+        let (m, lo, hi) = median(remote);
+        println!("round trip, EndpointRef::ask over a TCP route (loopback): {m:>6.1} us  [{lo:.1}..{hi:.1}]");
+        let _ = stop.send(true);
+        near.shutdown(Duration::from_secs(5)).await;
         cluster.shutdown(Duration::from_secs(5)).await;
     });
 }
