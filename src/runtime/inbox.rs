@@ -16,6 +16,10 @@
 //!
 //! A bounded inbox refuses a post when it is full ([`InboxSender::send`] answers the item
 //! back), as Spark's AsyncEventQueue drops an event.
+//!
+//! The wake goes straight to the owner's mailbox through the registry, never through fault
+//! injection's partitions: the inbox stands for a queue inside one process (Spark's event
+//! loops), not a network link, and a dropped wake would leave the queue asleep for good.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -122,10 +126,15 @@ impl<T> DurableInbox<T> {
         A: Actor<Context = Context<A>> + Handler<WakeInbox<T>>,
         T: 'static,
     {
-        let owner = cluster.endpoint::<A>(path);
+        let (cluster, path) = (cluster.clone(), path.clone());
         InboxSender {
             shared: self.shared.clone(),
-            wake: Arc::new(move || owner.tell(WakeInbox::<T>::new()).is_ok()),
+            wake: Arc::new(move || {
+                cluster
+                    .registry()
+                    .with_addr::<A, _>(&path, |addr, _| addr.do_send(WakeInbox::<T>::new()))
+                    .is_ok()
+            }),
         }
     }
 
@@ -218,6 +227,73 @@ impl<T> InboxSender<T> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use crate::runtime::{Clock, PartitionMode};
+
+    /// An owner that counts what it takes.
+    struct Owner {
+        inbox: DurableInbox<u32>,
+        taken: Arc<AtomicUsize>,
+    }
+
+    impl Actor for Owner {
+        type Context = Context<Self>;
+
+        fn started(&mut self, ctx: &mut Context<Self>) {
+            use actix::AsyncContext;
+            self.inbox.restarted();
+            ctx.notify(WakeInbox::new());
+        }
+    }
+
+    impl Handler<WakeInbox<u32>> for Owner {
+        type Result = ();
+
+        fn handle(&mut self, _: WakeInbox<u32>, _: &mut Context<Self>) {
+            let taken = self.taken.clone();
+            self.inbox.drain(usize::MAX, |_| {
+                taken.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_partition_does_not_keep_a_post_from_its_owner() {
+        crate::logs::init_for_tests();
+        let cluster = Cluster::builder()
+            .clock(Clock::manual())
+            .capture_logs(true)
+            .build()
+            .expect("inside an actix system");
+        let inbox = DurableInbox::unbounded();
+        let taken = Arc::new(AtomicUsize::new(0));
+        let (i, t) = (inbox.clone(), taken.clone());
+        let path = cluster
+            .start_root_worker("owner", move |_, _| Owner { inbox: i, taken: t })
+            .unwrap();
+        let tx = inbox.sender_to::<Owner>(&cluster, &path);
+        let until = |n: usize, what: &'static str| {
+            let taken = taken.clone();
+            async move {
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                while taken.load(Ordering::SeqCst) < n {
+                    assert!(std::time::Instant::now() < deadline, "{what}");
+                    crate::runtime::clock::settle().await;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        };
+        // The owner runs and has emptied its inbox: the next post must wake it.
+        tx.send(0).unwrap();
+        until(1, "the owner took the first post").await;
+        cluster
+            .partition("/owner", PartitionMode::Drop, Duration::from_secs(60), "test")
+            .unwrap();
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        until(3, "the owner took the posts made during the partition").await;
+    }
 
     fn sender(inbox: &DurableInbox<u32>, wakes: &Arc<AtomicUsize>, running: bool) -> InboxSender<u32> {
         let w = wakes.clone();
