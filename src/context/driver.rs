@@ -18,9 +18,13 @@
 //! listener and ExecutorMonitor).
 //!
 //! `<parent>` is the AM's supervisor in cluster mode and `/submit` in client mode. State
-//! that must outlive a restart is kept by the child specs: the executor map, the
-//! TaskSchedulerImpl (shared by the DAGScheduler and the DriverEndpoint, as Spark's
-//! synchronized object is), the DAGScheduler's core and waiters, the bus's listeners.
+//! that must outlive a restart is kept by the child specs, each for the one actor that owns
+//! it: the DriverEndpoint's executor map, TaskSchedulerImpl and inbox of task-scheduler
+//! commands (the DAGScheduler posts there), the DAGScheduler's core, waiters and event
+//! inbox (the DriverEndpoint posts there), the bus's listeners and event inbox. The
+//! DriverEndpoint publishes a view of its active executors, which the DAGScheduler and the
+//! ExecutorAllocationManager's listener read. All of the driver's actors run on its
+//! supervisor's arbiter.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,13 +32,18 @@ use std::time::Duration;
 use crate::conf::{self, SparkConf};
 use crate::runtime::supervisor::TerminateChild;
 use crate::runtime::SupervisorProtocol;
-use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSpec};
+use crate::runtime::{
+    ActorPath, ChildSpec, Cluster, DurableInbox, Kept, Publisher, Strategy, SupervisorSpec,
+};
 use crate::scheduler::barrier_coordinator::{
     BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
 };
 use crate::scheduler::dag::{DagConfig, DagScheduler};
-use crate::scheduler::dag_scheduler::{DAGScheduler, DagEventQueue, DagQueueRef, DagState};
-use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverLinks, DriverState};
+use crate::scheduler::dag_scheduler::DagSchedulerProtocol;
+use crate::scheduler::dag_scheduler::{DAGScheduler, DagInbox, DagState};
+use crate::scheduler::driver_endpoint::{
+    ActiveExecutors, DriverEndpoint, DriverKept, DriverLinks, DriverState, TaskSchedulerProtocol,
+};
 use crate::scheduler::executor_allocation_manager::{
     AllocationConfig, ExecutorAllocationCore, ExecutorAllocationListener, ExecutorAllocationManager,
     EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
@@ -44,7 +53,7 @@ use crate::scheduler::heartbeat_receiver::{
 };
 use crate::scheduler::listener_bus::ListenerBusProtocol;
 use crate::scheduler::listener_bus::{
-    BusCounters, BusState, ListenerBusRef, LiveListenerBus, SparkListener, StopBus,
+    BusCounters, BusInbox, BusState, ListenerBusRef, LiveListenerBus, SparkListener, StopBus,
 };
 use crate::scheduler::messages::DriverProtocol;
 use crate::scheduler::messages::YarnSchedulerProtocol;
@@ -175,21 +184,37 @@ pub fn driver_spec(
         .get(&conf::LISTENER_BUS_EVENT_QUEUE_CAPACITY)
         .unwrap_or(10_000) as usize;
     let counters = Arc::new(BusCounters::default());
-    let bus = ListenerBusRef::new(cluster.endpoint(&paths.listener_bus), counters.clone(), capacity);
+    let bus_inbox = BusInbox::bounded(capacity);
+    let bus = ListenerBusRef::new(
+        cluster,
+        &paths.listener_bus,
+        counters.clone(),
+        &bus_inbox,
+        capacity,
+    );
     let ts_config = task_scheduler_config(conf);
     let speculation = ts_config
         .speculation
         .enabled
         .then(|| Duration::from_millis(ts_config.speculation.interval_ms.max(1)));
     let seed = cluster.clock().epoch_millis();
-    let dag_queue = Kept::new(DagEventQueue::default());
+    let dag_inbox = DagInbox::unbounded();
     let links = DriverLinks {
         yarn_scheduler: paths.yarn_scheduler.clone(),
         dag_scheduler: paths.dag_scheduler.clone(),
-        dag_queue: DagQueueRef::new(dag_queue.clone(), cluster.endpoint(&paths.dag_scheduler)),
-        task_scheduler: Kept::new(TaskSchedulerImpl::new(ts_config, rack_resolver(conf), seed)),
+        dag: dag_inbox.sender_to::<DagSchedulerProtocol>(cluster, &paths.dag_scheduler),
         bus: bus.clone(),
     };
+    let driver_kept = DriverKept {
+        state: Kept::new(DriverState::default()),
+        task_scheduler: Kept::new(TaskSchedulerImpl::new(ts_config, rack_resolver(conf), seed)),
+        commands: DurableInbox::unbounded(),
+        executors: Publisher::new(ActiveExecutors::default()),
+    };
+    let task_scheduler_commands = driver_kept
+        .commands
+        .sender_to::<TaskSchedulerProtocol>(cluster, &paths.driver_endpoint);
+    let active_executors = driver_kept.executors.view();
     let mut dag_config = DagConfig::from_lookup(|k| conf.get_str(k));
     if let Ok(interval) = conf.get(&conf::BARRIER_MAX_CONCURRENT_TASKS_CHECK_INTERVAL) {
         dag_config.barrier_check_interval_ms = interval.as_millis() as u64;
@@ -218,11 +243,10 @@ pub fn driver_spec(
         .get(&conf::DYN_ALLOCATION_ENABLED)
         .unwrap_or(false)
         .then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
-    let driver_state = Kept::new(DriverState::default());
     if let Some(core) = &allocation {
         listeners.push(Box::new(ExecutorAllocationListener::new(
             core.clone(),
-            driver_state.clone(),
+            active_executors.clone(),
             cluster.clock().clone(),
         )));
     }
@@ -230,23 +254,18 @@ pub fn driver_spec(
     let am = Kept::new(None);
     let (conf, paths) = (conf.clone(), paths.clone());
     let spec = ChildSpec::supervisor(DRIVER_SEGMENT, move || {
-        let (bs, bc) = (bus_state.clone(), counters.clone());
-        let dst = driver_state.clone();
-        let (ds, dq, ts, de, dbus) = (
+        let (bs, bc, bi) = (bus_state.clone(), counters.clone(), bus_inbox.clone());
+        let (ds, di, tsc, ae, dbus) = (
             dag_state.clone(),
-            dag_queue.clone(),
-            links.task_scheduler.clone(),
-            paths.driver_endpoint.clone(),
+            dag_inbox.clone(),
+            task_scheduler_commands.clone(),
+            active_executors.clone(),
             links.bus.clone(),
         );
-        let (c, l, st) = (conf.clone(), links.clone(), driver_state.clone());
+        let (c, l, dk) = (conf.clone(), links.clone(), driver_kept.clone());
         let (de2, am, alloc) = (paths.driver_endpoint.clone(), am.clone(), allocation.clone());
         let de3 = paths.driver_endpoint.clone();
-        let (ts2, dag2, de4) = (
-            links.task_scheduler.clone(),
-            links.dag_queue.clone(),
-            paths.driver_endpoint.clone(),
-        );
+        let de4 = paths.driver_endpoint.clone();
         let (hb, hbc, de5) = (
             heartbeats.clone(),
             heartbeat_config.clone(),
@@ -255,21 +274,13 @@ pub fn driver_spec(
         let mut spec = SupervisorSpec::new(Strategy::OneForOne)
             .supervision(&supervision)
             .child(ChildSpec::worker("listener-bus", move |_, me| {
-                LiveListenerBus::new(me, bs.clone(), bc.clone())
+                LiveListenerBus::new(me, bs.clone(), bc.clone(), bi.clone())
             }))
             .child(ChildSpec::worker("dag-scheduler", move |_, me| {
-                DAGScheduler::new(
-                    me,
-                    ds.clone(),
-                    dq.clone(),
-                    ts.clone(),
-                    dst.clone(),
-                    de.clone(),
-                    dbus.clone(),
-                )
+                DAGScheduler::new(me, ds.clone(), di.clone(), tsc.clone(), ae.clone(), dbus.clone())
             }))
             .child(ChildSpec::worker("driver-endpoint", move |_, me| {
-                DriverEndpoint::new(me, c.clone(), l.clone(), st.clone())
+                DriverEndpoint::new(me, c.clone(), l.clone(), dk.clone())
             }))
             .child(ChildSpec::worker("yarn-scheduler-endpoint", move |_, me| {
                 YarnSchedulerEndpoint::new(me, de2.clone(), am.clone(), alloc.clone(), ask_timeout)
@@ -282,7 +293,7 @@ pub fn driver_spec(
             }));
         if let Some(interval) = speculation {
             spec = spec.child(ChildSpec::worker(SPECULATION_TIMER_SEGMENT, move |_, me| {
-                SpeculationTimer::new(me, ts2.clone(), dag2.clone(), de4.clone(), interval)
+                SpeculationTimer::new(me, de4.clone(), interval)
             }));
         }
         let epochs = barrier_epochs.clone();

@@ -7,8 +7,9 @@
 //! resolves a path to the live incarnation ([`registry`]); death watch ([`watch`]); fault
 //! injection by path or glob, partitions and seeded plans ([`fault`]); one clock, real or
 //! manual ([`clock`], [`timers`]); cooperative cancellation ([`cancel`]); endpoint refs by
-//! path, checked against partitions on the way ([`endpoint`]); and all of it per [`cluster`]
-//! instance.
+//! path, checked against partitions on the way ([`endpoint`]); queues that outlive an
+//! actor's incarnations ([`inbox`]); facts one actor publishes for others ([`view`]); and
+//! all of it per [`cluster`] instance.
 //!
 //! Layer: just above [`crate::logs`] (every actor's records carry its log context), under
 //! everything else. It reads no configuration: callers hand it plain values (a
@@ -22,6 +23,7 @@ pub mod cluster;
 pub mod endpoint;
 pub mod exit;
 pub mod fault;
+pub mod inbox;
 pub mod panic;
 pub mod path;
 pub mod protocol;
@@ -29,6 +31,7 @@ pub mod registry;
 pub mod remote;
 pub mod supervisor;
 pub mod timers;
+pub mod view;
 pub mod watch;
 
 pub use cancel::{CancelToken, Cancelled};
@@ -37,10 +40,12 @@ pub use clock::Clock;
 pub use cluster::Cluster;
 pub use exit::ExitReason;
 pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault, Progress, Span, Trigger};
+pub use inbox::{DurableInbox, InboxSender, WakeInbox};
 pub use path::{ActorPath, PathGlob};
 pub use protocol::{Endpoint, Protocol};
 pub use supervisor::{
     Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervision, Supervisor,
     SupervisorProtocol, SupervisorSpec,
 };
+pub use view::{Publisher, View};
 pub use watch::Terminated;

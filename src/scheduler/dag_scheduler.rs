@@ -1,110 +1,59 @@
 //! The DAGScheduler's event loop (Spark's DAGSchedulerEventProcessLoop) as an actor at
 //! `<driver>/dag-scheduler`. The core (`dag::DagScheduler`) decides; this actor feeds it
-//! job submissions and the TaskScheduler's callbacks (DagSchedulerEvent, sent by the
-//! DriverEndpoint) and carries out its actions: task sets go to the shared
-//! TaskSchedulerImpl followed by ReviveOffers to the DriverEndpoint, kills go to the
-//! DriverEndpoint, listener events to the listener bus, the 200 ms resubmit timer runs
-//! here, and a finished job completes its JobWaiter (a channel the application's thread
-//! waits on).
+//! job submissions and the TaskScheduler's events and carries out its actions: task sets,
+//! kills and cancels go to the TaskScheduler's owner, the DriverEndpoint, as
+//! [`TaskSchedulerCommand`]s (the DriverEndpoint revives offers after a submission), listener
+//! events go to the listener bus, the 200 ms resubmit timer runs here, and a finished job
+//! completes its JobWaiter (a channel the application's thread waits on).
 //!
-//! The TaskSchedulerImpl's starvation timer runs here too, since this actor submits the task
-//! sets: from the first one on, every `spark.starvation.timeout` (15 s) it warns "Initial
-//! job has not accepted any resources; check your cluster UI to ensure that workers are
-//! registered and have sufficient resources" until a task has launched, then it stops.
-//!
-//! Its event queue (Spark's event loop's queue) is not the mailbox: posters push
-//! DAGSchedulerEvents into a [`DagEventQueue`] kept by the driver's supervisor and wake the
-//! actor with one `DrainEvents` message, which handles them in order, in batches.
+//! Its event queue (Spark's event loop's queue) is not the mailbox but a [`DurableInbox`]
+//! kept by the driver's supervisor: the DriverEndpoint posts the TaskScheduler's events
+//! there (a task's completion carries its result), and the actor handles them in order, in
+//! batches. The cluster's task slots (Spark's `sc.maxNumConcurrentTasks`, read when a job is
+//! submitted, for barrier stages) come from the view the DriverEndpoint publishes.
 //!
 //! Restart: the core (jobs, stages, the map output tracker), the job waiters and the event
 //! queue are kept by the supervisor, so a new incarnation loses nothing: it drains the
 //! events that arrived while it was down, re-arms the resubmit timer if failed stages wait
-//! for it and the starvation timer if no task has launched yet, and the running jobs go on. A SubmitJob ask that was queued in the dead mailbox
+//! for it, and the running jobs go on. A SubmitJob ask that was queued in the dead mailbox
 //! fails with `Died` and the SparkContext submits it again (it was never registered).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, AsyncContext, Context, Handler, SpawnHandle};
+use actix::{Actor, AsyncContext, Context, Handler};
 
 use super::dag::{DagAction, DagEvent, DagScheduler};
-use super::driver_endpoint::DriverState;
+use super::driver_endpoint::ActiveExecutors;
 use super::listener_bus::ListenerBusRef;
-use super::task::{KillTask, ReviveOffers, TaskResult};
-use super::task_scheduler::TaskSchedulerImpl;
-use super::task_set::SchedulerEvent;
+use super::task_scheduler::TaskSchedulerCommand;
 use crate::rdd::{Lineage, RddId, ResultFunc, Value};
-use crate::runtime::timers::{run_at_fixed_rate, run_later};
-use crate::runtime::{ActorPath, Kept, Me};
-use crate::scheduler::messages::DriverProtocol;
+use crate::runtime::timers::run_later;
+use crate::runtime::{DurableInbox, InboxSender, Kept, Me, View, WakeInbox};
 
 /// What a job's waiter receives: one value per requested partition, or Spark's error.
 pub type JobOutcome = Result<Vec<Value>, String>;
 
 /// A DAGSchedulerEvent handled at once (tests and tools; the scheduler's own posters use
-/// the kept queue, [`DagQueueRef::post`]).
+/// the inbox, [`DagEventSender`]).
 #[derive(actix::Message)]
 #[rtype(result = "()")]
 pub struct DagSchedulerEvent(pub DagEvent);
 
-/// Wakes the DAGScheduler to handle what its queue holds.
-#[derive(actix::Message)]
-#[rtype(result = "()")]
-pub struct DrainEvents;
-
-/// How many events one `DrainEvents` handles before letting other messages in.
+/// How many events one wake handles before letting other messages in.
 const DRAIN_BATCH: usize = 256;
 
 /// The DAGScheduler's event queue, kept by the driver's supervisor so that events posted
 /// while the actor restarts (or queued when it failed) are not lost.
-#[derive(Default)]
-pub struct DagEventQueue {
-    events: VecDeque<DagEvent>,
-    /// A `DrainEvents` is on its way (cleared when the queue is found empty).
-    wake_sent: bool,
-}
+pub type DagInbox = DurableInbox<DagEvent>;
 
-impl std::fmt::Debug for DagEventQueue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DagEventQueue({} queued)", self.events.len())
-    }
-}
+/// Where DAGSchedulerEvents are posted (the TaskScheduler's owner holds one).
+pub type DagEventSender = InboxSender<DagEvent>;
 
-/// Where DAGSchedulerEvents are posted: the kept queue, and the actor to wake.
-#[derive(Clone)]
-pub struct DagQueueRef {
-    queue: Kept<DagEventQueue>,
-    dag: crate::rpc::EndpointRef<DagSchedulerProtocol>,
-}
-
-impl DagQueueRef {
-    pub fn new(queue: Kept<DagEventQueue>, dag: crate::rpc::EndpointRef<DagSchedulerProtocol>) -> Self {
-        DagQueueRef { queue, dag }
-    }
-
-    /// The same queue, waking the actor as `me` (a poster's own path on the message).
-    pub fn from_actor(&self, me: &Me) -> Self {
-        DagQueueRef {
-            queue: self.queue.clone(),
-            dag: me.endpoint(self.dag.path()),
-        }
-    }
-
-    /// Queues `event`; wakes the DAGScheduler unless a wake is on its way. If it is not
-    /// running, its next incarnation drains the queue when it starts.
-    pub fn post(&self, event: DagEvent) {
-        let wake = {
-            let mut q = self.queue.lock();
-            q.events.push_back(event);
-            !std::mem::replace(&mut q.wake_sent, true)
-        };
-        if wake && self.dag.tell(DrainEvents).is_err() {
-            self.queue.lock().wake_sent = false;
-        }
-    }
-}
+/// What the TaskScheduler is asked (the DriverEndpoint's inbox for it).
+pub type TaskSchedulerSender = InboxSender<TaskSchedulerCommand>;
 
 /// submitJob: answers the job id (or the reason the job is refused, e.g. a partition that
 /// does not exist); the outcome goes to `waiter` when the job ends.
@@ -141,194 +90,44 @@ impl std::fmt::Debug for DagState {
     }
 }
 
-/// A TaskScheduler event that is the backend's business, not the DAGScheduler's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BackendEvent {
-    /// Send KillTask to the task's executor.
-    Kill(KillTask),
-    /// Offer the executors' free cores again.
-    Revive,
-}
-
-/// Turns a TaskScheduler event into the DAGSchedulerEvent it stands for; KillTask and
-/// ReviveOffers are the backend's and come back as `Err`. `result` is the decoded result of
-/// the task whose FINISHED update produced the events, if any.
-pub fn to_dag_event(
-    ev: SchedulerEvent,
-    result: &mut Option<(u64, TaskResult)>,
-) -> Result<DagEvent, BackendEvent> {
-    Ok(match ev {
-        SchedulerEvent::ExecutorAdded { executor_id, host } => DagEvent::ExecutorAdded { executor_id, host },
-        SchedulerEvent::ExecutorLost { executor_id, reason } => {
-            DagEvent::ExecutorLost { executor_id, reason }
-        }
-        SchedulerEvent::TaskStarted {
-            stage_id,
-            stage_attempt_id,
-            task_info,
-        } => DagEvent::BeginEvent {
-            stage_id,
-            stage_attempt_id,
-            task_info,
-        },
-        SchedulerEvent::TaskEnded {
-            task_id,
-            stage_id,
-            stage_attempt_id,
-            index,
-            partition_id,
-            is_shuffle_map,
-            reason,
-            task_info,
-        } => {
-            let res = match result {
-                Some((tid, _)) if *tid == task_id && reason == super::events::TaskEndReason::Success => {
-                    result.take().map(|(_, r)| r)
-                }
-                _ => None,
-            };
-            DagEvent::CompletionEvent {
-                task_id,
-                stage_id,
-                stage_attempt_id,
-                index,
-                partition_id,
-                is_shuffle_map,
-                reason,
-                task_info,
-                result: res,
-            }
-        }
-        SchedulerEvent::TaskSetFailed {
-            stage_id,
-            stage_attempt_id,
-            message,
-        } => DagEvent::TaskSetFailed {
-            stage_id,
-            stage_attempt_id,
-            message,
-        },
-        SchedulerEvent::SpeculativeTaskSubmitted {
-            stage_id,
-            stage_attempt_id,
-            index,
-        } => DagEvent::SpeculativeTaskSubmitted {
-            stage_id,
-            stage_attempt_id,
-            index,
-        },
-        SchedulerEvent::KillTask {
-            task_id,
-            executor_id,
-            interrupt_thread,
-            reason,
-        } => {
-            return Err(BackendEvent::Kill(KillTask {
-                task_id,
-                executor_id,
-                interrupt_thread,
-                reason,
-            }))
-        }
-        SchedulerEvent::ReviveOffers => return Err(BackendEvent::Revive),
-    })
-}
-
 /// The DAGScheduler actor; see the module docs.
 pub struct DAGScheduler {
     me: Me,
     state: Kept<DagState>,
-    queue: Kept<DagEventQueue>,
-    task_scheduler: Kept<TaskSchedulerImpl>,
-    /// The DriverEndpoint's executors (read for the cluster's task slots).
-    executors: Kept<DriverState>,
-    driver_endpoint: ActorPath,
+    inbox: DagInbox,
+    task_scheduler: TaskSchedulerSender,
+    /// The DriverEndpoint's active executors and task slots.
+    executors: View<ActiveExecutors>,
     bus: ListenerBusRef,
     resubmit_armed: bool,
-    /// The starvation timer, while it runs.
-    starvation_timer: Option<SpawnHandle>,
 }
-
-/// TaskSchedulerImpl's starvation warning.
-const STARVATION_WARNING: &str = "Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources";
 
 impl DAGScheduler {
     pub fn new(
         me: Me,
         state: Kept<DagState>,
-        queue: Kept<DagEventQueue>,
-        task_scheduler: Kept<TaskSchedulerImpl>,
-        executors: Kept<DriverState>,
-        driver_endpoint: ActorPath,
+        inbox: DagInbox,
+        task_scheduler: TaskSchedulerSender,
+        executors: View<ActiveExecutors>,
         bus: ListenerBusRef,
     ) -> Self {
         DAGScheduler {
             me,
             state,
-            queue,
+            inbox,
             task_scheduler,
             executors,
-            driver_endpoint,
             bus,
             resubmit_armed: false,
-            starvation_timer: None,
         }
-    }
-
-    /// The starvation timer (TaskSchedulerImpl.submitTasks on the first task set): warns
-    /// every `spark.starvation.timeout` while no task has launched, then stops itself.
-    fn arm_starvation_timer(&mut self, ctx: &mut Context<Self>) {
-        if self.starvation_timer.is_some() {
-            return;
-        }
-        let (period, pending) = {
-            let ts = self.task_scheduler.lock();
-            (
-                Duration::from_millis(ts.config().starvation_timeout_ms.max(1)),
-                ts.num_pending_tasks(),
-            )
-        };
-        tracing::debug!(
-            timeout_ms = period.as_millis() as u64,
-            pending_tasks = pending as u64,
-            "Starvation timer started"
-        );
-        let clock = self.me.clock().clone();
-        let handle = run_at_fixed_rate(ctx, &clock, period, period, |act: &mut Self, ctx| {
-            let (starving, pending) = {
-                let ts = act.task_scheduler.lock();
-                (ts.is_starving(), ts.num_pending_tasks())
-            };
-            if starving {
-                tracing::warn!(
-                    event = "starvation",
-                    pending_tasks = pending as u64,
-                    "{STARVATION_WARNING}"
-                );
-            } else if let Some(handle) = act.starvation_timer.take() {
-                ctx.cancel_future(handle);
-            }
-        });
-        self.starvation_timer = Some(handle);
     }
 
     /// Handles up to a batch of queued events; asks for another round if more remain.
     fn drain(&mut self, ctx: &mut Context<Self>) {
-        for _ in 0..DRAIN_BATCH {
-            let next = {
-                let mut q = self.queue.lock();
-                let e = q.events.pop_front();
-                if e.is_none() {
-                    q.wake_sent = false;
-                }
-                e
-            };
-            match next {
-                Some(event) => self.handle_event(event, ctx),
-                None => return,
-            }
+        let inbox = self.inbox.clone();
+        if inbox.drain(DRAIN_BATCH, |event| self.handle_event(event, ctx)) {
+            ctx.notify(WakeInbox::new());
         }
-        ctx.notify(DrainEvents);
     }
 
     fn arm_resubmit(&mut self, delay: Duration, ctx: &mut Context<Self>) {
@@ -355,10 +154,6 @@ impl DAGScheduler {
         self.me.clock().epoch_millis()
     }
 
-    fn driver(&self) -> crate::rpc::EndpointRef<DriverProtocol> {
-        self.me.endpoint(&self.driver_endpoint)
-    }
-
     /// Feeds one event to the core and carries out everything it asks. A job submission
     /// first tells the core the cluster's task slots (for barrier stages).
     fn handle_event(&mut self, event: DagEvent, ctx: &mut Context<Self>) {
@@ -367,33 +162,12 @@ impl DAGScheduler {
             event,
             DagEvent::JobSubmitted { .. } | DagEvent::ResubmitBarrierJob { .. }
         )
-        .then(|| {
-            let cpus_per_task = self.task_scheduler.lock().config().cpus_per_task;
-            self.executors.lock().max_num_concurrent_tasks(cpus_per_task)
-        });
-        // A fetch failure from a decommissioning executor (Spark asks the TaskScheduler).
-        let fetch_source_decommissioned = match &event {
-            DagEvent::CompletionEvent {
-                reason:
-                    super::events::TaskEndReason::FetchFailed {
-                        executor_id: Some(exec),
-                        ..
-                    },
-                ..
-            } => self
-                .task_scheduler
-                .lock()
-                .executor_decommission_state(exec)
-                .is_some(),
-            _ => false,
-        };
+        .then(|| self.executors.get().task_slots);
         let actions = {
             let mut st = self.state.lock();
             if let Some(slots) = slots {
                 st.core.set_max_concurrent_tasks(slots);
             }
-            st.core
-                .set_fetch_source_decommissioned(fetch_source_decommissioned);
             st.core.handle(event, now);
             st.core.take_actions()
         };
@@ -404,33 +178,13 @@ impl DAGScheduler {
         for action in actions {
             match action {
                 DagAction::SubmitTasks(task_set) => {
-                    let now = self.now();
-                    let (first, events) = {
-                        let mut ts = self.task_scheduler.lock();
-                        let first = !ts.has_received_task();
-                        ts.submit_tasks(task_set, now);
-                        (first, ts.take_events())
-                    };
-                    if first {
-                        self.arm_starvation_timer(ctx);
-                    }
-                    self.route(events, ctx);
+                    self.tell_task_scheduler(TaskSchedulerCommand::SubmitTasks(task_set))
                 }
                 DagAction::KillAllTaskAttempts { stage_id, reason } => {
-                    let events = {
-                        let mut ts = self.task_scheduler.lock();
-                        ts.kill_all_task_attempts(stage_id, &reason);
-                        ts.take_events()
-                    };
-                    self.route(events, ctx);
+                    self.tell_task_scheduler(TaskSchedulerCommand::KillAllTaskAttempts { stage_id, reason })
                 }
                 DagAction::CancelTasks { stage_id, reason } => {
-                    let events = {
-                        let mut ts = self.task_scheduler.lock();
-                        ts.cancel_tasks(stage_id, &reason);
-                        ts.take_events()
-                    };
-                    self.route(events, ctx);
+                    self.tell_task_scheduler(TaskSchedulerCommand::CancelTasks { stage_id, reason })
                 }
                 DagAction::Post(event) => self.bus.post(event),
                 DagAction::ScheduleResubmit { delay_ms } => {
@@ -452,37 +206,11 @@ impl DAGScheduler {
         }
     }
 
-    /// What the TaskScheduler said while the DAGScheduler called it.
-    fn route(&mut self, events: Vec<SchedulerEvent>, ctx: &mut Context<Self>) {
-        let mut revive = false;
-        let mut none = None;
-        for ev in events {
-            match to_dag_event(ev, &mut none) {
-                Ok(dag_event) => {
-                    // Behind what is already queued, as Spark's event loop posts it.
-                    self.queue.lock().events.push_back(dag_event);
-                    self.wake(ctx);
-                }
-                Err(BackendEvent::Revive) => revive = true,
-                Err(BackendEvent::Kill(kill)) => {
-                    let _ = self.driver().tell(kill);
-                }
-            }
-        }
-        if revive {
-            let _ = self.driver().tell(ReviveOffers);
-        }
-    }
-}
-
-impl DAGScheduler {
-    /// Makes sure a `DrainEvents` will come.
-    fn wake(&mut self, ctx: &mut Context<Self>) {
-        let mut q = self.queue.lock();
-        if !q.wake_sent {
-            q.wake_sent = true;
-            ctx.notify(DrainEvents);
-        }
+    /// Posts to the TaskScheduler's owner; its inbox outlives the owner's restarts, so
+    /// nothing asked is lost.
+    fn tell_task_scheduler(&self, command: TaskSchedulerCommand) {
+        // Unbounded: a post is never refused.
+        let _ = self.task_scheduler.send(command);
     }
 }
 
@@ -491,19 +219,15 @@ impl Actor for DAGScheduler {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         // A wake sent to the previous incarnation died with its mailbox.
-        self.queue.lock().wake_sent = false;
+        let queued = self.inbox.restarted();
+        ctx.notify(WakeInbox::new());
         if self.me.incarnation() <= 1 {
             return;
-        }
-        if self.task_scheduler.lock().is_starving() {
-            // The starvation timer died with the previous incarnation.
-            self.arm_starvation_timer(ctx);
         }
         let (active, failed) = {
             let st = self.state.lock();
             (st.core.active_job_ids(), st.core.failed_stage_ids())
         };
-        let queued = self.queue.lock().events.len();
         tracing::info!(
             event = "reconciled",
             jobs = ?active,
@@ -527,14 +251,13 @@ impl Actor for DAGScheduler {
         for job_id in waiting {
             self.arm_barrier_job_resubmit(job_id, Duration::from_millis(interval), ctx);
         }
-        self.wake(ctx);
     }
 }
 
-impl Handler<DrainEvents> for DAGScheduler {
+impl Handler<WakeInbox<DagEvent>> for DAGScheduler {
     type Result = ();
 
-    fn handle(&mut self, _: DrainEvents, ctx: &mut Context<Self>) {
+    fn handle(&mut self, _: WakeInbox<DagEvent>, ctx: &mut Context<Self>) {
         self.drain(ctx);
     }
 }
@@ -589,10 +312,13 @@ impl Handler<CancelJobs> for DAGScheduler {
     }
 }
 
+/// The wake of the DAGScheduler's durable inbox.
+pub type DagWake = WakeInbox<DagEvent>;
+
 crate::protocol! {
     /// What the DAGScheduler's event loop receives (DAGSchedulerEventProcessLoop): jobs,
-    /// cancellations, scheduler events, and a drain for a clean stop.
-    pub DagSchedulerProtocol { SubmitJob, CancelJobs, DagSchedulerEvent, DrainEvents }
+    /// cancellations, and the wake of its durable inbox (the events themselves).
+    pub DagSchedulerProtocol { SubmitJob, CancelJobs, DagWake }
 }
 
 crate::speaks!(DAGScheduler: DagSchedulerProtocol);

@@ -9,36 +9,51 @@
 //! lost, then sends RemoveExecutor back here. The executor map is kept by the supervisor
 //! (a restarted endpoint keeps knowing its executors).
 //!
-//! Tasks: ReviveOffers (the revive timer, the DAGScheduler after a submission) and
-//! LaunchedExecutor / StatusUpdate offer free cores to the TaskSchedulerImpl (makeOffers);
-//! launchTasks encodes each TaskDescription, refuses one of `spark.rpc.message.maxSize` or
-//! more by aborting its task set with Spark's message, takes the cores and sends LaunchTask.
-//! StatusUpdate goes to the TaskSchedulerImpl (statusUpdate) and, once the task is
-//! finished, gives the cores back and offers that executor again. What the TaskScheduler
-//! has to say (task started, task ended with its result, task set failed, executor added
-//! or lost) goes to the DAGScheduler's event loop as DAGSchedulerEvents. RemoveExecutor
+//! Tasks: the DriverEndpoint owns the TaskSchedulerImpl; no other actor touches it. The
+//! DAGScheduler posts its task sets, kills and cancels ([`TaskSchedulerCommand`]) to a
+//! durable inbox of this endpoint (a command posted while it restarts is taken by the next
+//! incarnation); the speculation timer sends CheckSpeculatableTasks. ReviveOffers (the
+//! revive timer, a submitted task set) and LaunchedExecutor / StatusUpdate offer free cores
+//! to the TaskSchedulerImpl (makeOffers); launchTasks encodes each TaskDescription, refuses
+//! one of `spark.rpc.message.maxSize` or more by aborting its task set with Spark's
+//! message, takes the cores and sends LaunchTask. StatusUpdate goes to the TaskSchedulerImpl
+//! (statusUpdate, with the decoded result) and, once the task is finished, gives the cores
+//! back and offers that executor again. What the TaskScheduler has to say is routed in one
+//! place ([`DriverEndpoint::route`]): DAGSchedulerEvents (task started, task ended carrying
+//! its result, task set failed, executor added or lost, speculative task) go to the
+//! DAGScheduler's inbox, KillTask to the executor, ReviveOffers back here. RemoveExecutor
 //! fails the executor's running tasks as executor-lost (the task sets retry them). The
-//! TaskSchedulerImpl is shared with the DAGScheduler (Spark's synchronized object) and
-//! kept by the driver's supervisor, so a restarted endpoint keeps every task set.
+//! starvation timer (TaskSchedulerImpl.submitTasks on the first task set) runs here: every
+//! `spark.starvation.timeout` (15 s) it warns "Initial job has not accepted any resources;
+//! check your cluster UI to ensure that workers are registered and have sufficient
+//! resources" until a task has launched. The TaskSchedulerImpl, the executor map and the
+//! command inbox are kept by the driver's supervisor, so a restarted endpoint keeps every
+//! task set, and re-arms the starvation timer if no task has launched yet.
+//!
+//! What others read of the executor map (Spark's synchronized reads of
+//! CoarseGrainedSchedulerBackend: `isExecutorActive` for the ExecutorAllocationManager's
+//! listener, `maxNumConcurrentTasks` for the DAGScheduler) is published as a view,
+//! [`ActiveExecutors`], after every change.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, WrapFuture};
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, SpawnHandle, WrapFuture};
 use serde::Serialize;
 
-use super::dag_scheduler::{to_dag_event, BackendEvent, DagQueueRef};
+use super::dag_scheduler::DagEventSender;
 use super::events::{SparkListenerEvent, TaskEndReason};
 use super::listener_bus::ListenerBusRef;
 use super::loss_reason::ExecutorLossReason;
 use super::messages::*;
 use super::task::{KillTask, LaunchTask, ReviveOffers, StatusUpdate, TaskResult, TaskState};
-use super::task_scheduler::TaskSchedulerImpl;
+use super::task_scheduler::{TaskSchedulerCommand, TaskSchedulerImpl};
 use super::task_set::{SchedulerEvent, TaskLaunch, TaskUpdate, WorkerOffer};
 use crate::conf::SparkConf;
 use crate::rpc::EndpointRef;
-use crate::runtime::timers::run_later;
-use crate::runtime::{ActorPath, Kept, Me, Terminated};
+use crate::runtime::timers::{run_at_fixed_rate, run_later};
+use crate::runtime::{ActorPath, DurableInbox, Kept, Me, Publisher, Terminated, WakeInbox};
 
 /// What the driver knows of one executor (Spark's ExecutorData).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,16 +118,69 @@ impl DriverState {
     }
 }
 
-/// What the DriverEndpoint works with besides its kept executor map.
+/// What the DriverEndpoint publishes of its executor map (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ActiveExecutors {
+    /// Spark's `isExecutorActive`: registered, and neither being killed, nor lost with its
+    /// reason pending, nor decommissioning.
+    pub ids: BTreeSet<String>,
+    /// Spark's `maxNumConcurrentTasks`: their cores over `spark.task.cpus`.
+    pub task_slots: u32,
+}
+
+impl ActiveExecutors {
+    /// What `state` says, with `cpus_per_task` cores per task.
+    pub fn of(state: &DriverState, cpus_per_task: u32) -> Self {
+        ActiveExecutors {
+            ids: state
+                .executors
+                .keys()
+                .filter(|id| state.is_executor_active(id))
+                .cloned()
+                .collect(),
+            task_slots: state.max_num_concurrent_tasks(cpus_per_task),
+        }
+    }
+
+    pub fn is_active(&self, executor_id: &str) -> bool {
+        self.ids.contains(executor_id)
+    }
+}
+
+/// The peers the DriverEndpoint talks to.
 #[derive(Clone)]
 pub struct DriverLinks {
     pub yarn_scheduler: ActorPath,
     pub dag_scheduler: ActorPath,
-    /// The DAGScheduler's kept event queue.
-    pub dag_queue: DagQueueRef,
-    pub task_scheduler: Kept<TaskSchedulerImpl>,
+    /// The DAGScheduler's event inbox.
+    pub dag: DagEventSender,
     pub bus: ListenerBusRef,
 }
+
+/// What the DriverEndpoint alone owns and keeps across its restarts (held by the driver's
+/// supervisor, handed to each incarnation).
+#[derive(Clone)]
+pub struct DriverKept {
+    /// The executor map.
+    pub state: Kept<DriverState>,
+    pub task_scheduler: Kept<TaskSchedulerImpl>,
+    /// The DAGScheduler's task sets, kills and cancels.
+    pub commands: DurableInbox<TaskSchedulerCommand>,
+    /// What others read of the executor map.
+    pub executors: Publisher<ActiveExecutors>,
+}
+
+/// checkSpeculatableTasks (the speculation timer's tick); offers are revived if a task was
+/// found speculatable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, actix::Message)]
+#[rtype(result = "()")]
+pub struct CheckSpeculatableTasks;
+
+/// How many task-scheduler commands one wake handles before letting other messages in.
+const COMMAND_BATCH: usize = 64;
+
+/// TaskSchedulerImpl's starvation warning.
+const STARVATION_WARNING: &str = "Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources";
 
 /// TaskDescription's encoding, borrowing the stage binary instead of copying it (the same
 /// fields in the same order, so it decodes as a [`super::task::TaskDescription`]).
@@ -160,20 +228,25 @@ pub struct DriverEndpoint {
     conf: Arc<SparkConf>,
     links: DriverLinks,
     state: Kept<DriverState>,
+    task_scheduler: Kept<TaskSchedulerImpl>,
+    commands: DurableInbox<TaskSchedulerCommand>,
+    executors_view: Publisher<ActiveExecutors>,
+    /// What was last published (each incarnation publishes once when it starts).
+    published: Option<ActiveExecutors>,
+    /// The starvation timer, while it runs.
+    starvation_timer: Option<SpawnHandle>,
     stopping: bool,
     /// A ReviveOffers to self is queued (the TaskScheduler's requests coalesce).
     revive_queued: bool,
     /// AwaitExecutors asks not answered yet: (count wanted, reply).
     executor_waiters: Vec<(usize, tokio::sync::oneshot::Sender<usize>)>,
     max_rpc_message_size: u64,
-    dag_queue: DagQueueRef,
     /// Finished tasks kept aside while a fault plan holds the progress, in arrival order.
     held: std::collections::VecDeque<StatusUpdate>,
 }
 
 impl DriverEndpoint {
-    pub fn new(me: Me, conf: Arc<SparkConf>, links: DriverLinks, state: Kept<DriverState>) -> Self {
-        let dag_queue = links.dag_queue.from_actor(&me);
+    pub fn new(me: Me, conf: Arc<SparkConf>, links: DriverLinks, kept: DriverKept) -> Self {
         let max_rpc_message_size = conf
             .get(&crate::conf::RPC_MESSAGE_MAX_SIZE)
             .unwrap_or(128 * 1024 * 1024);
@@ -181,12 +254,16 @@ impl DriverEndpoint {
             me,
             conf,
             links,
-            state,
+            state: kept.state,
+            task_scheduler: kept.task_scheduler,
+            commands: kept.commands,
+            executors_view: kept.executors,
+            published: None,
+            starvation_timer: None,
             stopping: false,
             revive_queued: false,
             executor_waiters: Vec::new(),
             max_rpc_message_size,
-            dag_queue,
             held: std::collections::VecDeque::new(),
         }
     }
@@ -218,28 +295,109 @@ impl DriverEndpoint {
             && registry.shared(&am).is_some_and(|cell| !cell.is_ending())
     }
 
-    /// Sends what the TaskScheduler said to whom it concerns. `result` is the decoded result
-    /// of the task whose FINISHED update is being handled.
-    fn dispatch(
+    /// Runs `call` on the TaskSchedulerImpl and routes what it said.
+    fn with_task_scheduler<R>(
         &mut self,
-        events: Vec<SchedulerEvent>,
-        mut result: Option<(u64, TaskResult)>,
         ctx: &mut Context<Self>,
-    ) {
-        if events.is_empty() {
-            return;
-        }
+        call: impl FnOnce(&mut TaskSchedulerImpl) -> R,
+    ) -> R {
+        let (out, events) = {
+            let mut ts = self.task_scheduler.lock();
+            let out = call(&mut ts);
+            (out, ts.take_events())
+        };
+        self.route(events, ctx);
+        out
+    }
+
+    /// The one place where what the TaskScheduler said goes to whom it concerns:
+    /// DAGSchedulerEvents to the DAGScheduler's inbox, KillTask to the executor,
+    /// ReviveOffers (coalesced) back here.
+    fn route(&mut self, events: Vec<SchedulerEvent>, ctx: &mut Context<Self>) {
         for ev in events {
-            match to_dag_event(ev, &mut result) {
-                Ok(dag_event) => self.dag_queue.post(dag_event),
-                Err(BackendEvent::Kill(kill)) => self.kill_task(kill),
-                Err(BackendEvent::Revive) => {
+            match ev {
+                SchedulerEvent::Dag(event) => {
+                    // Unbounded: a post is never refused.
+                    let _ = self.links.dag.send(event);
+                }
+                SchedulerEvent::KillTask(kill) => self.kill_task(kill),
+                SchedulerEvent::ReviveOffers => {
                     if !self.revive_queued {
                         self.revive_queued = true;
                         ctx.notify(ReviveOffers);
                     }
                 }
             }
+        }
+    }
+
+    /// Carries out one of the DAGScheduler's commands.
+    fn command(&mut self, command: TaskSchedulerCommand, ctx: &mut Context<Self>) {
+        let now = self.now();
+        match command {
+            TaskSchedulerCommand::SubmitTasks(task_set) => {
+                let first = self.with_task_scheduler(ctx, |ts| {
+                    let first = !ts.has_received_task();
+                    ts.submit_tasks(task_set, now);
+                    first
+                });
+                if first {
+                    self.arm_starvation_timer(ctx);
+                }
+            }
+            TaskSchedulerCommand::KillAllTaskAttempts { stage_id, reason } => {
+                self.with_task_scheduler(ctx, |ts| ts.kill_all_task_attempts(stage_id, &reason))
+            }
+            TaskSchedulerCommand::CancelTasks { stage_id, reason } => {
+                self.with_task_scheduler(ctx, |ts| ts.cancel_tasks(stage_id, &reason))
+            }
+        }
+    }
+
+    /// The starvation timer (TaskSchedulerImpl.submitTasks on the first task set): warns
+    /// every `spark.starvation.timeout` while no task has launched, then stops itself.
+    fn arm_starvation_timer(&mut self, ctx: &mut Context<Self>) {
+        if self.starvation_timer.is_some() {
+            return;
+        }
+        let (period, pending) = {
+            let ts = self.task_scheduler.lock();
+            (
+                Duration::from_millis(ts.config().starvation_timeout_ms.max(1)),
+                ts.num_pending_tasks(),
+            )
+        };
+        tracing::debug!(
+            timeout_ms = period.as_millis() as u64,
+            pending_tasks = pending as u64,
+            "Starvation timer started"
+        );
+        let clock = self.me.clock().clone();
+        let handle = run_at_fixed_rate(ctx, &clock, period, period, |act: &mut Self, ctx| {
+            let (starving, pending) = {
+                let ts = act.task_scheduler.lock();
+                (ts.is_starving(), ts.num_pending_tasks())
+            };
+            if starving {
+                tracing::warn!(
+                    event = "starvation",
+                    pending_tasks = pending as u64,
+                    "{STARVATION_WARNING}"
+                );
+            } else if let Some(handle) = act.starvation_timer.take() {
+                ctx.cancel_future(handle);
+            }
+        });
+        self.starvation_timer = Some(handle);
+    }
+
+    /// Publishes the active executors and task slots if they changed.
+    fn publish_executors(&mut self) {
+        let cpus_per_task = self.task_scheduler.lock().config().cpus_per_task;
+        let view = ActiveExecutors::of(&self.state.lock(), cpus_per_task);
+        if self.published.as_ref() != Some(&view) {
+            self.executors_view.publish(view.clone());
+            self.published = Some(view);
         }
     }
 
@@ -300,12 +458,7 @@ impl DriverEndpoint {
             return;
         }
         let now = self.now();
-        let (launches, events) = {
-            let mut ts = self.links.task_scheduler.lock();
-            let launches = ts.resource_offers(&offers, only.is_none(), now);
-            (launches, ts.take_events())
-        };
-        self.dispatch(events, None, ctx);
+        let launches = self.with_task_scheduler(ctx, |ts| ts.resource_offers(&offers, only.is_none(), now));
         if !launches.is_empty() {
             self.launch_tasks(launches, ctx);
         }
@@ -369,14 +522,11 @@ impl DriverEndpoint {
             }
         }
         if !aborted.is_empty() {
-            let events = {
-                let mut ts = self.links.task_scheduler.lock();
+            self.with_task_scheduler(ctx, |ts| {
                 for (stage, attempt, msg) in aborted {
                     ts.abort_task_set(stage, attempt, &msg);
                 }
-                ts.take_events()
-            };
-            self.dispatch(events, None, ctx);
+            });
         }
     }
 
@@ -425,6 +575,7 @@ impl DriverEndpoint {
             }
             data
         };
+        self.publish_executors();
         // An executor the driver killed is lost as ExecutorKilled, whatever the AM says; one
         // being decommissioned is lost as ExecutorDecommission (its tasks' failures do not
         // count, and its map outputs are rerun).
@@ -449,12 +600,7 @@ impl DriverEndpoint {
                     data.host
                 );
                 let now = self.now();
-                let events = {
-                    let mut ts = self.links.task_scheduler.lock();
-                    ts.executor_lost(executor_id, reason, now);
-                    ts.take_events()
-                };
-                self.dispatch(events, None, ctx);
+                self.with_task_scheduler(ctx, |ts| ts.executor_lost(executor_id, reason, now));
             }
             None => {
                 tracing::info!(executor_id, reason = %reason, "Asked to remove non-existent executor {executor_id}")
@@ -486,6 +632,16 @@ impl Actor for DriverEndpoint {
             me.watch(ctx, path);
         }
         self.rearm_force_kills(ctx);
+        // The view readers see is this incarnation's from now on.
+        self.publish_executors();
+        // The DAGScheduler's commands that came while no incarnation ran (a wake sent to
+        // the previous one died with its mailbox).
+        self.commands.restarted();
+        ctx.notify(WakeInbox::new());
+        if self.task_scheduler.lock().is_starving() {
+            // The starvation timer died with the previous incarnation.
+            self.arm_starvation_timer(ctx);
+        }
         if self.me.incarnation() <= 1 || known.is_empty() {
             return;
         }
@@ -493,7 +649,7 @@ impl Actor for DriverEndpoint {
         // executor's LaunchedExecutor. Each executor reports again.
         let mut asked = 0u64;
         for (id, path) in known {
-            let task_ids = self.links.task_scheduler.lock().running_task_ids(&id);
+            let task_ids = self.task_scheduler.lock().running_task_ids(&id);
             asked += task_ids.len() as u64;
             let _ = self.executor(&path).tell(ReportTaskStatuses { task_ids });
         }
@@ -539,6 +695,7 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
         );
         let registered = st.total_registered_executors;
         drop(st);
+        self.publish_executors();
         tracing::info!(
             event = "executor_registered",
             executor_id = msg.executor_id.as_str(),
@@ -571,7 +728,7 @@ impl Handler<LaunchedExecutor> for DriverEndpoint {
 
     fn handle(&mut self, msg: LaunchedExecutor, ctx: &mut Context<Self>) {
         let busy = {
-            let ts = self.links.task_scheduler.lock();
+            let ts = self.task_scheduler.lock();
             ts.running_tasks(&msg.executor_id) as u32 * ts.config().cpus_per_task
         };
         let known = {
@@ -644,6 +801,7 @@ impl Handler<Terminated> for DriverEndpoint {
             id
         };
         let Some(executor_id) = found else { return };
+        self.publish_executors();
         if decommissioning {
             tracing::info!(
                 executor_id = executor_id.as_str(),
@@ -662,12 +820,9 @@ impl Handler<Terminated> for DriverEndpoint {
         );
         // disableExecutor: the scheduler learns the loss now, the reason later.
         let now = self.now();
-        let events = {
-            let mut ts = self.links.task_scheduler.lock();
-            ts.executor_lost(&executor_id, &ExecutorLossReason::LossReasonPending, now);
-            ts.take_events()
-        };
-        self.dispatch(events, None, ctx);
+        self.with_task_scheduler(ctx, |ts| {
+            ts.executor_lost(&executor_id, &ExecutorLossReason::LossReasonPending, now)
+        });
         let _ = self
             .me
             .endpoint::<YarnSchedulerProtocol>(&self.links.yarn_scheduler)
@@ -807,16 +962,13 @@ impl DriverEndpoint {
         let decode_reason = |data: &[u8]| -> TaskEndReason {
             rmp_serde::from_slice(data).unwrap_or(TaskEndReason::UnknownReason)
         };
-        let mut result = None;
         let update = match state {
             TaskState::Launching | TaskState::Running => TaskUpdate::Running,
             TaskState::Finished => match rmp_serde::from_slice::<TaskResult>(&data) {
-                Ok(r) => {
-                    result = Some((task_id, r));
-                    TaskUpdate::Finished {
-                        result_size: data.len() as u64,
-                    }
-                }
+                Ok(result) => TaskUpdate::Finished {
+                    result_size: data.len() as u64,
+                    result,
+                },
                 Err(e) => TaskUpdate::Failed(TaskEndReason::ExceptionFailure {
                     class_name: "java.io.StreamCorruptedException".into(),
                     description: format!("cannot decode the result of TID {task_id}: {e}"),
@@ -828,8 +980,9 @@ impl DriverEndpoint {
             TaskState::Lost => TaskUpdate::Lost(decode_reason(&data)),
         };
         let now = self.now();
+        let succeeded = matches!(update, TaskUpdate::Finished { .. });
         let (known, events) = {
-            let mut ts = self.links.task_scheduler.lock();
+            let mut ts = self.task_scheduler.lock();
             let known = ts.status_update(task_id, update, now);
             (known, ts.take_events())
         };
@@ -838,10 +991,10 @@ impl DriverEndpoint {
         // anything that follows it is dispatched. A driver whose ApplicationMaster is gone
         // is ending with its attempt: what its executors still finish is not the
         // application's progress, so a seeded plan counts the same tasks in every replay.
-        if known && result.is_some() && self.attempt_alive() {
+        if known && succeeded && self.attempt_alive() {
             self.me.cluster().progress().task_finished();
         }
-        self.dispatch(events, result, ctx);
+        self.route(events, ctx);
         // A duplicate (an update sent again for a restarted endpoint) gives nothing back.
         if state.is_finished() && known {
             let known = {
@@ -865,6 +1018,30 @@ impl DriverEndpoint {
                 );
             }
         }
+    }
+}
+
+impl Handler<WakeInbox<TaskSchedulerCommand>> for DriverEndpoint {
+    type Result = ();
+
+    /// Takes a batch of the DAGScheduler's commands, in order.
+    fn handle(&mut self, _: WakeInbox<TaskSchedulerCommand>, ctx: &mut Context<Self>) {
+        let commands = self.commands.clone();
+        if commands.drain(COMMAND_BATCH, |command| self.command(command, ctx)) {
+            ctx.notify(WakeInbox::new());
+        }
+    }
+}
+
+impl Handler<CheckSpeculatableTasks> for DriverEndpoint {
+    type Result = ();
+
+    /// The speculation timer's tick: checkSpeculatableTasks; the tasks found go to the
+    /// DAGScheduler as SpeculativeTaskSubmitted, and offers are revived so the copies
+    /// launch at once.
+    fn handle(&mut self, _: CheckSpeculatableTasks, ctx: &mut Context<Self>) {
+        let now = self.now();
+        self.with_task_scheduler(ctx, |ts| ts.check_speculatable_tasks(now));
     }
 }
 
@@ -945,7 +1122,7 @@ impl DriverEndpoint {
             executor_ids.join(", ")
         );
         let (to_kill, adjusted) = {
-            let ts = self.links.task_scheduler.lock();
+            let ts = self.task_scheduler.lock();
             let mut st = self.state.lock();
             let mut to_kill = Vec::new();
             for id in executor_ids {
@@ -961,6 +1138,7 @@ impl DriverEndpoint {
             let adjusted = adjust_target_num_executors.then(|| Self::adjust_totals(&mut st, &to_kill));
             (to_kill, adjusted)
         };
+        self.publish_executors();
         tracing::info!(
             executors = to_kill.join(",").as_str(),
             "Actual list of executor(s) to be killed is {}",
@@ -988,7 +1166,7 @@ impl DriverEndpoint {
 
     /// The executors alive on `host`, or None (logged: "No executor to `verb` on host").
     fn executors_alive_on_host(&self, host: &str, verb: &str) -> Option<Vec<String>> {
-        let alive = self.links.task_scheduler.lock().executors_alive_on_host(host);
+        let alive = self.task_scheduler.lock().executors_alive_on_host(host);
         if alive.is_none() {
             tracing::info!(host, "No executor to {verb} on {host}");
         }
@@ -1035,7 +1213,7 @@ impl DriverEndpoint {
             .ok()
             .flatten();
         let (decommissioned, refs, adjusted, events) = {
-            let mut ts = self.links.task_scheduler.lock();
+            let mut ts = self.task_scheduler.lock();
             let mut st = self.state.lock();
             let mut decommissioned = Vec::new();
             let mut refs = Vec::new();
@@ -1058,7 +1236,8 @@ impl DriverEndpoint {
                 .then(|| Self::adjust_totals(&mut st, &decommissioned));
             (decommissioned, refs, adjusted, ts.take_events())
         };
-        self.dispatch(events, None, ctx);
+        self.route(events, ctx);
+        self.publish_executors();
         tracing::info!(
             event = "executor_decommission",
             executors = decommissioned.join(",").as_str(),
@@ -1251,4 +1430,125 @@ impl Handler<ResetSchedulerBackend> for DriverEndpoint {
     }
 }
 
-crate::speaks!(DriverEndpoint: DriverProtocol);
+/// The wake of the DriverEndpoint's inbox of task-scheduler commands.
+pub type TaskSchedulerWake = WakeInbox<TaskSchedulerCommand>;
+
+crate::protocol! {
+    /// What the TaskSchedulerImpl (the DriverEndpoint's alone) is asked in its process: the
+    /// wake of its inbox of commands (task sets, kills, cancels posted by the DAGScheduler,
+    /// which survive a restart of the endpoint) and the speculation timer's tick.
+    pub TaskSchedulerProtocol { TaskSchedulerWake, CheckSpeculatableTasks }
+}
+
+crate::speaks!(DriverEndpoint: DriverProtocol, TaskSchedulerProtocol);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Clock, Cluster};
+    use crate::scheduler::listener_bus::{BusCounters, BusInbox};
+    use crate::scheduler::task_scheduler::TaskSchedulerConfig;
+    use crate::scheduler::task_set::{TaskBinary, TaskSet, TaskSpec};
+
+    fn executor(cores: u32) -> ExecutorData {
+        ExecutorData {
+            executor_ref: ActorPath::parse("/x").unwrap(),
+            host: "h1".into(),
+            total_cores: cores,
+            free_cores: cores,
+            resource_profile_id: 0,
+            registration_ts: 0,
+        }
+    }
+
+    #[test]
+    fn the_published_view_holds_the_active_executors_and_their_task_slots() {
+        let mut st = DriverState::default();
+        for id in ["1", "2", "3", "4", "5"] {
+            st.executors.insert(id.into(), executor(4));
+        }
+        st.pending_to_remove.insert("2".into(), true);
+        st.pending_loss_reason.insert("3".into());
+        st.pending_decommission
+            .insert("4".into(), ExecutorDecommissionInfo::new("leaving".to_string()));
+        let view = ActiveExecutors::of(&st, 2);
+        let active: Vec<&str> = view.ids.iter().map(String::as_str).collect();
+        assert_eq!(active, vec!["1", "5"]);
+        assert_eq!(view.task_slots, 4, "two executors of 4 cores, 2 cores a task");
+        assert!(view.is_active("5") && !view.is_active("2") && !view.is_active("9"));
+    }
+
+    #[actix_rt::test]
+    async fn a_task_set_posted_while_no_incarnation_runs_is_taken_by_the_next() {
+        crate::logs::init_for_tests();
+        let cluster = Cluster::builder()
+            .clock(Clock::manual())
+            .capture_logs(true)
+            .build()
+            .expect("inside an actix system");
+        let path = ActorPath::parse("/driver-endpoint").unwrap();
+        let kept = DriverKept {
+            state: Kept::new(DriverState::default()),
+            task_scheduler: Kept::new(TaskSchedulerImpl::new(
+                TaskSchedulerConfig::default(),
+                Box::new(|_| None),
+                7,
+            )),
+            commands: DurableInbox::unbounded(),
+            executors: Publisher::new(ActiveExecutors::default()),
+        };
+        let dag_path = ActorPath::parse("/dag-scheduler").unwrap();
+        let bus_path = ActorPath::parse("/listener-bus").unwrap();
+        let links = DriverLinks {
+            yarn_scheduler: ActorPath::parse("/yarn-scheduler-endpoint").unwrap(),
+            dag_scheduler: dag_path.clone(),
+            dag: crate::scheduler::dag_scheduler::DagInbox::unbounded()
+                .sender_to::<crate::scheduler::dag_scheduler::DagSchedulerProtocol>(&cluster, &dag_path),
+            bus: ListenerBusRef::new(
+                &cluster,
+                &bus_path,
+                Arc::new(BusCounters::default()),
+                &BusInbox::bounded(16),
+                16,
+            ),
+        };
+        // The DAGScheduler submits while nothing runs at the DriverEndpoint's path.
+        let commands = kept.commands.sender_to::<TaskSchedulerProtocol>(&cluster, &path);
+        let task_set = TaskSet {
+            stage_id: 0,
+            stage_attempt_id: 0,
+            job_id: 0,
+            is_shuffle_map: false,
+            is_barrier: false,
+            tasks: vec![TaskSpec {
+                index: 0,
+                partition_id: 0,
+                preferred_locations: vec![],
+            }],
+            binary: Arc::new(TaskBinary::default()),
+            properties: vec![],
+        };
+        commands
+            .send(TaskSchedulerCommand::SubmitTasks(task_set))
+            .expect("unbounded");
+        assert!(!kept.task_scheduler.lock().has_received_task());
+        let conf = Arc::new(SparkConf::new());
+        let k = kept.clone();
+        cluster
+            .start_root_worker("driver-endpoint", move |_, me| {
+                DriverEndpoint::new(me, conf, links, k)
+            })
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !kept.task_scheduler.lock().has_received_task() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the new incarnation took the task set"
+            );
+            crate::runtime::clock::settle().await;
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        assert_eq!(kept.task_scheduler.lock().num_pending_tasks(), 1);
+        assert!(kept.commands.is_empty());
+    }
+}

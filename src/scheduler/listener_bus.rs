@@ -3,18 +3,18 @@
 //! later the ExecutorAllocationManager), in order, on its own actor.
 //!
 //! Posting goes through a [`ListenerBusRef`] into the bus's queue (Spark's
-//! AsyncEventQueue), bounded by `spark.scheduler.listenerbus.eventqueue.capacity` (10000):
-//! as Spark does, an event is dropped when the queue is full (logged as it happens, then at
-//! each power of two), so a slow listener never holds up the schedulers. With no listener
-//! for an event nothing is queued. A `Drain` message wakes the bus, which delivers the
-//! queue in order, in batches.
+//! AsyncEventQueue), a bounded [`DurableInbox`] of
+//! `spark.scheduler.listenerbus.eventqueue.capacity` (10000) events: as Spark does, an
+//! event is dropped when the queue is full (logged as it happens, then at each power of
+//! two), so a slow listener never holds up the schedulers. With no listener for an event
+//! nothing is queued. The inbox wakes the bus, which delivers the queue in order, in
+//! batches.
 //!
-//! The queue and the listeners are kept by the supervisor: a restarted bus keeps its
+//! The inbox and the listeners are kept by the supervisor: a restarted bus keeps its
 //! listeners (the event log goes on in the same file) and delivers what was queued while it
 //! was down, so no event is lost to a restart. (The event a listener was handling when it
 //! panicked is not delivered again.)
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -22,7 +22,7 @@ use actix::{Actor, AsyncContext, Context, Handler};
 
 use super::events::SparkListenerEvent;
 use crate::rpc::EndpointRef;
-use crate::runtime::{Kept, Me};
+use crate::runtime::{ActorPath, Cluster, DurableInbox, InboxSender, Kept, Me, WakeInbox};
 
 /// Something that wants the bus's events (Spark's SparkListenerInterface).
 pub trait SparkListener: Send {
@@ -68,19 +68,13 @@ impl SparkListener for CollectingListener {
     }
 }
 
-/// The events waiting for the bus.
-#[derive(Debug, Default)]
-struct BusQueue {
-    events: VecDeque<SparkListenerEvent>,
-    /// A `Drain` is on its way.
-    wake_sent: bool,
-}
+/// The bus's queue of events (kept across its restarts).
+pub type BusInbox = DurableInbox<SparkListenerEvent>;
 
-/// What posters share with the bus (kept across its restarts): the queue, whether anyone
-/// listens, how many events were dropped.
+/// What the bus tells its posters (kept across its restarts): whether anyone listens, how
+/// many events were dropped.
 #[derive(Debug, Default)]
 pub struct BusCounters {
-    queue: Mutex<BusQueue>,
     listeners: AtomicUsize,
     /// Listeners that want every event (not only executor events).
     all_event_listeners: AtomicUsize,
@@ -122,12 +116,7 @@ impl std::fmt::Debug for BusState {
     }
 }
 
-/// Wakes the bus to deliver its queue.
-#[derive(actix::Message)]
-#[rtype(result = "()")]
-pub struct Drain;
-
-/// How many events one `Drain` delivers before letting other messages in.
+/// How many events one wake delivers before letting other messages in.
 const DRAIN_BATCH: usize = 512;
 
 /// Registers a listener (answers once it will see every later event).
@@ -145,38 +134,31 @@ pub struct LiveListenerBus {
     me: Me,
     state: Kept<BusState>,
     counters: Arc<BusCounters>,
+    inbox: BusInbox,
 }
 
 impl LiveListenerBus {
-    pub fn new(me: Me, state: Kept<BusState>, counters: Arc<BusCounters>) -> Self {
-        LiveListenerBus { me, state, counters }
-    }
-
-    fn queue(&self) -> std::sync::MutexGuard<'_, BusQueue> {
-        self.counters.queue.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn new(me: Me, state: Kept<BusState>, counters: Arc<BusCounters>, inbox: BusInbox) -> Self {
+        LiveListenerBus {
+            me,
+            state,
+            counters,
+            inbox,
+        }
     }
 
     /// Delivers up to `limit` queued events; answers whether the queue is empty.
     fn deliver(&mut self, limit: usize) -> bool {
-        for _ in 0..limit {
-            let next = {
-                let mut q = self.queue();
-                let e = q.events.pop_front();
-                if e.is_none() {
-                    q.wake_sent = false;
-                }
-                e
-            };
-            let Some(event) = next else { return true };
-            let mut st = self.state.lock();
+        let state = &self.state;
+        !self.inbox.drain(limit, |event| {
+            let mut st = state.lock();
             if st.stopped {
-                continue;
+                return;
             }
             for l in st.listeners.iter_mut() {
                 l.on_event(&event);
             }
-        }
-        false
+        })
     }
 
     /// Delivers everything queued now (before a listener is added or the bus stops).
@@ -195,12 +177,8 @@ impl Actor for LiveListenerBus {
             st.listeners.len()
         };
         // A wake sent to the previous incarnation died with its mailbox.
-        let queued = {
-            let mut q = self.queue();
-            q.wake_sent = true;
-            q.events.len()
-        };
-        ctx.notify(Drain);
+        let queued = self.inbox.restarted();
+        ctx.notify(WakeInbox::new());
         if self.me.incarnation() > 1 {
             tracing::info!(
                 event = "reconciled",
@@ -212,12 +190,12 @@ impl Actor for LiveListenerBus {
     }
 }
 
-impl Handler<Drain> for LiveListenerBus {
+impl Handler<WakeInbox<SparkListenerEvent>> for LiveListenerBus {
     type Result = ();
 
-    fn handle(&mut self, _: Drain, ctx: &mut Context<Self>) {
+    fn handle(&mut self, _: WakeInbox<SparkListenerEvent>, ctx: &mut Context<Self>) {
         if !self.deliver(DRAIN_BATCH) {
-            ctx.notify(Drain);
+            ctx.notify(WakeInbox::new());
         }
     }
 }
@@ -260,6 +238,7 @@ impl Handler<StopBus> for LiveListenerBus {
 pub struct ListenerBusRef {
     bus: EndpointRef<ListenerBusProtocol>,
     counters: Arc<BusCounters>,
+    inbox: InboxSender<SparkListenerEvent>,
     capacity: usize,
 }
 
@@ -270,10 +249,18 @@ impl std::fmt::Debug for ListenerBusRef {
 }
 
 impl ListenerBusRef {
-    pub fn new(bus: EndpointRef<ListenerBusProtocol>, counters: Arc<BusCounters>, capacity: usize) -> Self {
+    /// The bus at `path` and its inbox, bounded by `capacity` events.
+    pub fn new(
+        cluster: &Cluster,
+        path: &ActorPath,
+        counters: Arc<BusCounters>,
+        inbox: &BusInbox,
+        capacity: usize,
+    ) -> Self {
         ListenerBusRef {
-            bus,
+            bus: cluster.endpoint(path),
             counters,
+            inbox: inbox.sender_to::<ListenerBusProtocol>(cluster, path),
             capacity: capacity.max(1),
         }
     }
@@ -298,28 +285,17 @@ impl ListenerBusRef {
         if !wanted {
             return;
         }
-        let wake = {
-            let mut q = self.counters.queue.lock().unwrap_or_else(|p| p.into_inner());
-            if q.events.len() >= self.capacity {
-                drop(q);
-                let dropped = self.counters.dropped.fetch_add(1, Ordering::AcqRel);
-                if dropped == 0 || dropped.is_power_of_two() {
-                    tracing::error!(
-                        dropped_events = dropped + 1,
-                        capacity = self.capacity,
-                        "Dropping event from queue appStatus. This likely means one of the listeners is too slow \
-                         and cannot keep up with the rate at which tasks are being started by the scheduler."
-                    );
-                }
-                return;
+        // Not running: its next incarnation delivers the queue when it starts.
+        if self.inbox.send(event).is_err() {
+            let dropped = self.counters.dropped.fetch_add(1, Ordering::AcqRel);
+            if dropped == 0 || dropped.is_power_of_two() {
+                tracing::error!(
+                    dropped_events = dropped + 1,
+                    capacity = self.capacity,
+                    "Dropping event from queue appStatus. This likely means one of the listeners is too slow \
+                     and cannot keep up with the rate at which tasks are being started by the scheduler."
+                );
             }
-            q.events.push_back(event);
-            !std::mem::replace(&mut q.wake_sent, true)
-        };
-        if wake && self.bus.tell(Drain).is_err() {
-            // Not running: its next incarnation delivers the queue when it starts.
-            let mut q = self.counters.queue.lock().unwrap_or_else(|p| p.into_inner());
-            q.wake_sent = false;
         }
     }
 
@@ -328,9 +304,13 @@ impl ListenerBusRef {
     }
 }
 
+/// The wake of the bus's durable inbox.
+pub type BusWake = WakeInbox<SparkListenerEvent>;
+
 crate::protocol! {
-    /// What the LiveListenerBus is asked: add a listener, drain the queue, stop.
-    pub ListenerBusProtocol { AddListener, Drain, StopBus }
+    /// What the LiveListenerBus is asked: add a listener, stop, and the
+    /// wake of its durable inbox (the events themselves).
+    pub ListenerBusProtocol { AddListener, StopBus, BusWake }
 }
 
 crate::speaks!(LiveListenerBus: ListenerBusProtocol);

@@ -1,14 +1,17 @@
 //! The TaskSchedulerImpl: Spark's task scheduler as a plain, synchronous, deterministic state
-//! machine. Spark's is a synchronized object; this one is a plain struct the caller locks (or
-//! owns inside one actor). It reads no clock (every call takes `now_ms`, milliseconds since the
-//! Unix epoch), starts no timer and sends nothing: what Spark's TaskSchedulerImpl and its
-//! TaskSetManagers tell the DAGScheduler and the backend accumulates as [`SchedulerEvent`]s
-//! that the caller drains with [`TaskSchedulerImpl::take_events`] after each call
-//! (`ExecutorAdded`, `TaskStarted`, `TaskEnded`, `TaskSetFailed`, `SpeculativeTaskSubmitted`,
-//! `ExecutorLost`, `KillTask`, `ReviveOffers`). The revive timer, the speculation timer
-//! (`spark.speculation.interval`) and the starvation timer (`spark.starvation.timeout`)
-//! belong to the caller: it calls [`TaskSchedulerImpl::resource_offers`],
-//! [`TaskSchedulerImpl::check_speculatable_tasks`] and [`TaskSchedulerImpl::is_starving`].
+//! machine. Spark's is a synchronized object; this one is a plain struct owned by one actor,
+//! the DriverEndpoint (which keeps it across its restarts); the DAGScheduler reaches it with
+//! [`TaskSchedulerCommand`]s and the speculation timer with a tick. It reads no clock (every
+//! call takes `now_ms`, milliseconds since the Unix epoch), starts no timer and sends
+//! nothing: what Spark's TaskSchedulerImpl and its TaskSetManagers tell the DAGScheduler and
+//! the backend accumulates as [`SchedulerEvent`]s that the owner drains with
+//! [`TaskSchedulerImpl::take_events`] after each call: DAGSchedulerEvents as they are
+//! (`ExecutorAdded`, `BeginEvent`, `CompletionEvent` with the task's result,
+//! `TaskSetFailed`, `SpeculativeTaskSubmitted`, `ExecutorLost`), and the backend's `KillTask`
+//! and `ReviveOffers`. The revive timer, the speculation timer (`spark.speculation.interval`)
+//! and the starvation timer (`spark.starvation.timeout`) belong to the owner: it calls
+//! [`TaskSchedulerImpl::resource_offers`], [`TaskSchedulerImpl::check_speculatable_tasks`]
+//! and [`TaskSchedulerImpl::is_starving`].
 //!
 //! It holds one [`TaskSetManager`] per submitted stage attempt in FIFO order (job id, then
 //! stage id), the task-id counter (from 0), the task → task set and executor → running tasks
@@ -34,8 +37,10 @@
 
 use std::sync::Arc;
 
+use super::dag::DagEvent;
 use super::events::TaskLocality;
 use super::loss_reason::ExecutorLossReason;
+use super::task::KillTask;
 use super::task_set::{SchedulerEvent, TaskLaunch, TaskSet, TaskUpdate, WorkerOffer};
 use super::task_set_manager::{
     ClusterView, Ctx, FailedState, FastMap, FastSet, SpeculationConfig, TaskSetManager, TsmConfig,
@@ -272,6 +277,18 @@ fn update_name(update: &TaskUpdate) -> &'static str {
     }
 }
 
+/// What the DAGScheduler asks of the TaskScheduler (Spark's `TaskScheduler.submitTasks`,
+/// `killAllTaskAttempts`, `cancelTasks`), posted to the owner's durable inbox in order.
+#[derive(Clone, Debug)]
+pub enum TaskSchedulerCommand {
+    /// Add a stage attempt's task set, then revive offers.
+    SubmitTasks(TaskSet),
+    /// Kill every running attempt of the stage's task sets, which launch nothing more.
+    KillAllTaskAttempts { stage_id: u32, reason: String },
+    /// Kill the stage's running attempts and abort its task sets.
+    CancelTasks { stage_id: u32, reason: String },
+}
+
 /// Spark's TaskSchedulerImpl. See the module documentation.
 pub struct TaskSchedulerImpl {
     config: TaskSchedulerConfig,
@@ -339,9 +356,23 @@ impl TaskSchedulerImpl {
         &self.config
     }
 
-    /// The events accumulated since the last call, in order.
+    /// The events accumulated since the last call, in order. A CompletionEvent of a fetch
+    /// failure says whether the executor it names is decommissioning (what Spark's
+    /// DAGScheduler asks through `getExecutorDecommissionState`).
     pub fn take_events(&mut self) -> Vec<SchedulerEvent> {
-        std::mem::take(&mut self.events)
+        let mut events = std::mem::take(&mut self.events);
+        for ev in &mut events {
+            if let SchedulerEvent::Dag(DagEvent::CompletionEvent(c)) = ev {
+                if let super::events::TaskEndReason::FetchFailed {
+                    executor_id: Some(exec),
+                    ..
+                } = &c.reason
+                {
+                    c.fetch_source_decommissioned = self.cluster.decommissioning.contains_key(exec);
+                }
+            }
+        }
+        events
     }
 
     // ----- task sets -------------------------------------------------------------------------
@@ -449,10 +480,10 @@ impl TaskSchedulerImpl {
                     o.executor_id,
                     o.host
                 );
-                self.events.push(SchedulerEvent::ExecutorAdded {
+                self.events.push(SchedulerEvent::Dag(DagEvent::ExecutorAdded {
                     executor_id: o.executor_id.clone(),
                     host: o.host.clone(),
-                });
+                }));
                 new_executor = true;
             }
         }
@@ -685,7 +716,7 @@ impl TaskSchedulerImpl {
                     m.tsm.mark_task_running(task_id);
                 }
             }
-            TaskUpdate::Finished { result_size } => {
+            TaskUpdate::Finished { result_size, result } => {
                 self.cleanup_task_state(task_id);
                 if let Some(m) = self.managers.get_mut(&manager) {
                     let mut ctx = Ctx {
@@ -693,7 +724,8 @@ impl TaskSchedulerImpl {
                         events: &mut self.events,
                         now_ms,
                     };
-                    m.tsm.handle_successful_task(task_id, result_size, &mut ctx);
+                    m.tsm
+                        .handle_successful_task(task_id, result_size, Some(result), &mut ctx);
                 }
                 self.finish_if_done(manager);
             }
@@ -717,10 +749,10 @@ impl TaskSchedulerImpl {
                 self.cleanup_task_state(task_id);
                 self.handle_failed_task(manager, task_id, FailedState::Lost, reason, now_ms);
                 if let Some(loss) = lost {
-                    self.events.push(SchedulerEvent::ExecutorLost {
+                    self.events.push(SchedulerEvent::Dag(DagEvent::ExecutorLost {
                         executor_id: exec.to_string(),
                         reason: loss,
-                    });
+                    }));
                     self.events.push(SchedulerEvent::ReviveOffers);
                 }
             }
@@ -785,10 +817,10 @@ impl TaskSchedulerImpl {
         if self.cluster.executors.contains_key(executor_id) {
             log_executor_loss(executor_id, host.as_deref().unwrap_or(""), reason);
             self.remove_executor(executor_id, reason, now_ms);
-            self.events.push(SchedulerEvent::ExecutorLost {
+            self.events.push(SchedulerEvent::Dag(DagEvent::ExecutorLost {
                 executor_id: executor_id.to_string(),
                 reason: reason.clone(),
-            });
+            }));
             self.events.push(SchedulerEvent::ReviveOffers);
         } else if let Some(host) = host {
             log_executor_loss(executor_id, &host, reason);
@@ -961,12 +993,12 @@ impl TaskSchedulerImpl {
         tracing::info!(task_id, "Killing task {task_id}: {reason}");
         match self.tasks.get(&task_id) {
             Some((_, exec)) => {
-                self.events.push(SchedulerEvent::KillTask {
+                self.events.push(SchedulerEvent::KillTask(KillTask {
                     task_id,
                     executor_id: exec.to_string(),
                     interrupt_thread,
                     reason: reason.to_string(),
-                });
+                }));
                 true
             }
             None => {
@@ -1001,12 +1033,12 @@ impl TaskSchedulerImpl {
             };
             for tid in m.tsm.running_task_ids() {
                 if let Some((_, exec)) = self.tasks.get(&tid) {
-                    self.events.push(SchedulerEvent::KillTask {
+                    self.events.push(SchedulerEvent::KillTask(KillTask {
                         task_id: tid,
                         executor_id: exec.to_string(),
                         interrupt_thread: false,
                         reason: reason.to_string(),
-                    });
+                    }));
                 }
             }
             if suspend {
@@ -1225,6 +1257,17 @@ mod tests {
             .collect()
     }
 
+    /// FINISHED with a result of `result_size` bytes.
+    fn finished(result_size: u64) -> TaskUpdate {
+        TaskUpdate::Finished {
+            result_size,
+            result: crate::scheduler::task::TaskResult::Value {
+                value: crate::rdd::Value::Null,
+                metrics: Default::default(),
+            },
+        }
+    }
+
     fn boom() -> TaskEndReason {
         TaskEndReason::ExceptionFailure {
             class_name: "java.lang.RuntimeException".into(),
@@ -1237,7 +1280,7 @@ mod tests {
         events
             .iter()
             .filter_map(|e| match e {
-                SchedulerEvent::TaskEnded { task_id, reason, .. } => Some((*task_id, reason.clone())),
+                SchedulerEvent::Dag(DagEvent::CompletionEvent(c)) => Some((c.task_id, c.reason.clone())),
                 _ => None,
             })
             .collect()
@@ -1247,11 +1290,11 @@ mod tests {
         events
             .iter()
             .filter_map(|e| match e {
-                SchedulerEvent::TaskSetFailed {
+                SchedulerEvent::Dag(DagEvent::TaskSetFailed {
                     stage_id,
                     stage_attempt_id,
                     message,
-                } => Some((*stage_id, *stage_attempt_id, message.clone())),
+                }) => Some((*stage_id, *stage_attempt_id, message.clone())),
                 _ => None,
             })
             .collect()
@@ -1268,12 +1311,12 @@ mod tests {
         events
             .iter()
             .filter_map(|e| match e {
-                SchedulerEvent::KillTask {
+                SchedulerEvent::KillTask(KillTask {
                     task_id,
                     executor_id,
                     interrupt_thread,
                     reason,
-                } => Some((*task_id, executor_id.clone(), *interrupt_thread, reason.clone())),
+                }) => Some((*task_id, executor_id.clone(), *interrupt_thread, reason.clone())),
                 _ => None,
             })
             .collect()
@@ -1310,6 +1353,77 @@ mod tests {
         assert!(!s.is_starving());
     }
 
+    /// The CompletionEvents among `events`.
+    fn completions(events: &[SchedulerEvent]) -> Vec<&crate::scheduler::dag::CompletionEvent> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                SchedulerEvent::Dag(DagEvent::CompletionEvent(c)) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_completion_event_carries_its_tasks_result() {
+        let mut s = sched(TaskSchedulerConfig::default());
+        s.submit_tasks(task_set(0, 0, 0, no_pref(2), false), 0);
+        let l = s.resource_offers(&[offer("1", "h1", 2)], true, 1);
+        s.take_events();
+        let result = crate::scheduler::task::TaskResult::Value {
+            value: crate::rdd::Value::I64(42),
+            metrics: Default::default(),
+        };
+        s.status_update(
+            l[0].task_id,
+            TaskUpdate::Finished {
+                result_size: 9,
+                result: result.clone(),
+            },
+            2,
+        );
+        s.status_update(l[1].task_id, TaskUpdate::Failed(boom()), 3);
+        let events = s.take_events();
+        let ended = completions(&events);
+        assert_eq!(ended.len(), 2);
+        assert_eq!(
+            (ended[0].task_id, &ended[0].reason, ended[0].result.as_ref()),
+            (l[0].task_id, &TaskEndReason::Success, Some(&result)),
+            "the success carries the result its FINISHED update brought"
+        );
+        assert_eq!((ended[1].task_id, ended[1].result.as_ref()), (l[1].task_id, None));
+    }
+
+    #[test]
+    fn a_fetch_failure_says_whether_its_executor_is_decommissioning() {
+        let fetch_failed = |exec: &str| TaskEndReason::FetchFailed {
+            executor_id: Some(exec.into()),
+            host: Some("h".into()),
+            shuffle_id: 0,
+            map_id: 0,
+            map_index: 0,
+            reduce_id: 0,
+            message: "gone".into(),
+        };
+        let mut s = sched(TaskSchedulerConfig::default());
+        s.submit_tasks(task_set(1, 0, 0, no_pref(2), false), 0);
+        let l = s.resource_offers(&[offer("1", "h1", 1), offer("2", "h2", 1)], true, 1);
+        s.executor_decommission("1", None, 2);
+        s.take_events();
+        s.status_update(l[0].task_id, TaskUpdate::Failed(fetch_failed("2")), 3);
+        s.status_update(l[1].task_id, TaskUpdate::Failed(fetch_failed("1")), 3);
+        let events = s.take_events();
+        let flags: Vec<(u64, bool)> = completions(&events)
+            .iter()
+            .map(|c| (c.task_id, c.fetch_source_decommissioned))
+            .collect();
+        assert_eq!(
+            flags,
+            vec![(l[0].task_id, false), (l[1].task_id, true)],
+            "only the failure naming the decommissioning executor says so"
+        );
+    }
+
     #[test]
     fn launches_lowest_index_first_with_task_ids_from_zero() {
         let mut s = sched(TaskSchedulerConfig::default());
@@ -1332,15 +1446,15 @@ mod tests {
         let events = s.take_events();
         assert_eq!(
             events[0],
-            SchedulerEvent::ExecutorAdded {
+            SchedulerEvent::Dag(DagEvent::ExecutorAdded {
                 executor_id: "1".into(),
                 host: "h1".into()
-            }
+            })
         );
         assert_eq!(
             events
                 .iter()
-                .filter(|e| matches!(e, SchedulerEvent::TaskStarted { .. }))
+                .filter(|e| matches!(e, SchedulerEvent::Dag(DagEvent::BeginEvent { .. })))
                 .count(),
             4
         );
@@ -1348,13 +1462,13 @@ mod tests {
         assert!(s.is_executor_busy("1") && s.has_pending_tasks() && s.has_launched_task());
         assert_eq!(s.num_pending_tasks(), 2);
         // A known executor is not added twice; the next free core takes index 4.
-        s.status_update(0, TaskUpdate::Finished { result_size: 10 }, 20);
+        s.status_update(0, finished(10), 20);
         let l = s.resource_offers(&[offer("1", "h1", 1)], false, 20);
         assert_eq!(ids(&l), vec![(4, 4, ProcessLocal)]);
         assert!(!s
             .take_events()
             .iter()
-            .any(|e| matches!(e, SchedulerEvent::ExecutorAdded { .. })));
+            .any(|e| matches!(e, SchedulerEvent::Dag(DagEvent::ExecutorAdded { .. }))));
     }
 
     #[test]
@@ -1368,12 +1482,12 @@ mod tests {
         assert_eq!(stages, vec![9, 3, 3, 5]);
         for t in &l {
             s.status_update(t.task_id, TaskUpdate::Running, 1);
-            s.status_update(t.task_id, TaskUpdate::Finished { result_size: 1 }, 2);
+            s.status_update(t.task_id, finished(1), 2);
         }
         assert_eq!(s.num_task_sets(), 1);
         let l = s.resource_offers(&[offer("1", "h1", 4)], true, 3);
         assert_eq!(l.len(), 1);
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 4);
+        s.status_update(l[0].task_id, finished(1), 4);
         assert_eq!(s.num_task_sets(), 0);
         assert!(!s.has_pending_tasks() && !s.is_executor_busy("1"));
     }
@@ -1538,14 +1652,14 @@ mod tests {
                     }
                 )]
             );
-            assert!(events.contains(&SchedulerEvent::ExecutorLost {
+            assert!(events.contains(&SchedulerEvent::Dag(DagEvent::ExecutorLost {
                 executor_id: exec.clone(),
                 reason: ExecutorLossReason::ExecutorExited {
                     exit_code: 143,
                     exit_caused_by_app: false,
                     reason: "Container preempted".into(),
                 },
-            }));
+            })));
             assert!(failed_sets(&events).is_empty());
             assert!(!s.is_executor_alive(&exec));
         }
@@ -1600,7 +1714,7 @@ mod tests {
             .find(|t| t.executor_id == "b")
             .expect("a task on b")
             .clone();
-        s.status_update(on_a.task_id, TaskUpdate::Finished { result_size: 5 }, 10);
+        s.status_update(on_a.task_id, finished(5), 10);
         s.status_update(on_b.task_id, TaskUpdate::Running, 10);
         s.take_events();
         s.executor_lost("a", &ExecutorLossReason::ExecutorKilled, 20);
@@ -1613,7 +1727,7 @@ mod tests {
         let mut r = sched(TaskSchedulerConfig::default());
         r.submit_tasks(task_set(1, 0, 0, no_pref(2), false), 0);
         let l = r.resource_offers(&[offer("a", "ha", 2)], true, 0);
-        r.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 5 }, 10);
+        r.status_update(l[0].task_id, finished(5), 10);
         r.take_events();
         r.executor_lost("a", &ExecutorLossReason::ExecutorKilled, 20);
         let events = r.take_events();
@@ -1642,17 +1756,17 @@ mod tests {
         assert_eq!(
             s.take_events(),
             vec![
-                SchedulerEvent::ExecutorLost {
+                SchedulerEvent::Dag(DagEvent::ExecutorLost {
                     executor_id: "a".into(),
                     reason: ExecutorLossReason::LossReasonPending
-                },
+                }),
                 SchedulerEvent::ReviveOffers
             ]
         );
         assert!(!s.is_executor_alive("a"));
         assert_eq!(s.task_set_manager(0, 0).map(|t| t.running_tasks()), Some(2));
         // Updates for its tasks are ignored from now on.
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 11);
+        s.status_update(l[0].task_id, finished(1), 11);
         assert!(s.take_events().is_empty());
 
         let real = ExecutorLossReason::ExecutorExited {
@@ -1664,7 +1778,7 @@ mod tests {
         let events = s.take_events();
         assert!(!events
             .iter()
-            .any(|e| matches!(e, SchedulerEvent::ExecutorLost { .. })));
+            .any(|e| matches!(e, SchedulerEvent::Dag(DagEvent::ExecutorLost { .. }))));
         let failures = ended(&events);
         assert_eq!(failures.len(), 2);
         assert_eq!(
@@ -1714,7 +1828,7 @@ mod tests {
         assert!(failed_sets(&events).is_empty());
         assert!(s.task_set_manager(2, 0).is_some_and(|t| t.is_zombie()));
         assert!(s.resource_offers(&[offer("1", "h1", 2)], true, 6).is_empty());
-        s.status_update(l[1].task_id, TaskUpdate::Finished { result_size: 1 }, 7);
+        s.status_update(l[1].task_id, finished(1), 7);
         assert_eq!(s.num_task_sets(), 0);
     }
 
@@ -1731,13 +1845,13 @@ mod tests {
             s.status_update(t.task_id, TaskUpdate::Running, 1);
         }
         for t in &l[..2] {
-            s.status_update(t.task_id, TaskUpdate::Finished { result_size: 1 }, 100);
+            s.status_update(t.task_id, finished(1), 100);
         }
         assert!(
             !s.check_speculatable_tasks(10_000),
             "2 of 4 done: below the quantile"
         );
-        s.status_update(l[2].task_id, TaskUpdate::Finished { result_size: 1 }, 100);
+        s.status_update(l[2].task_id, finished(1), 100);
         // Median 100 ms: threshold max(3 x 100, 100) = 300 ms.
         assert!(!s.check_speculatable_tasks(300));
         s.take_events();
@@ -1745,11 +1859,11 @@ mod tests {
         assert_eq!(
             s.take_events(),
             vec![
-                SchedulerEvent::SpeculativeTaskSubmitted {
+                SchedulerEvent::Dag(DagEvent::SpeculativeTaskSubmitted {
                     stage_id: 0,
                     stage_attempt_id: 0,
                     index: 3
-                },
+                }),
                 SchedulerEvent::ReviveOffers
             ]
         );
@@ -1770,7 +1884,7 @@ mod tests {
         assert_eq!(copy[0].name, "task 3.1 in stage 0.0 (TID 4)");
         s.take_events();
         // The copy wins: the original is killed.
-        s.status_update(copy[0].task_id, TaskUpdate::Finished { result_size: 1 }, 400);
+        s.status_update(copy[0].task_id, finished(1), 400);
         let events = s.take_events();
         assert_eq!(
             kills(&events),
@@ -1865,14 +1979,14 @@ mod tests {
     #[test]
     fn unknown_or_duplicate_task_ids_are_ignored() {
         let mut s = sched(TaskSchedulerConfig::default());
-        s.status_update(42, TaskUpdate::Finished { result_size: 1 }, 0);
+        s.status_update(42, finished(1), 0);
         s.status_update(42, TaskUpdate::Lost(TaskEndReason::UnknownReason), 0);
         assert!(s.take_events().is_empty());
         s.submit_tasks(task_set(0, 0, 0, no_pref(2), false), 0);
         let l = s.resource_offers(&[offer("1", "h1", 1)], true, 0);
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 1);
+        s.status_update(l[0].task_id, finished(1), 1);
         s.take_events();
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 2);
+        s.status_update(l[0].task_id, finished(1), 2);
         s.status_update(l[0].task_id, TaskUpdate::Failed(boom()), 2);
         assert!(s.take_events().is_empty());
         assert!(!s.kill_task_attempt(l[0].task_id, true, "user"));
@@ -1935,7 +2049,7 @@ mod tests {
         assert!(l2.iter().all(|t| t.stage_attempt_id == 1));
         assert_eq!(l2.len(), 2);
         // The old attempt's last task ends: the old set goes away.
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 3);
+        s.status_update(l[0].task_id, finished(1), 3);
         assert!(s.task_set_manager(3, 0).is_none());
         // The older attempt finished partition 0: the new attempt counts it.
         s.mark_partition_completed(3, 0);
@@ -1955,7 +2069,7 @@ mod tests {
         assert_eq!(ended(&events).len(), 2);
         assert!(events.iter().any(|e| matches!(
             e,
-            SchedulerEvent::ExecutorLost { executor_id, reason: ExecutorLossReason::ExecutorProcessLost { message, .. } }
+            SchedulerEvent::Dag(DagEvent::ExecutorLost { executor_id, reason: ExecutorLossReason::ExecutorProcessLost { message, .. } })
                 if executor_id == "1" && message == "Task 0 was lost, so marking the executor as lost as well."
         )));
     }
@@ -2031,7 +2145,7 @@ mod tests {
         assert_eq!(l.len(), 2);
         s.status_update(l[0].task_id, TaskUpdate::Running, 1);
         s.status_update(l[1].task_id, TaskUpdate::Running, 1);
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 2);
+        s.status_update(l[0].task_id, finished(1), 2);
         s.executor_decommission("1", None, 3);
         s.take_events();
         let reason = ExecutorLossReason::ExecutorDecommission {
@@ -2086,7 +2200,7 @@ mod tests {
         }
         // Median duration 5 s; the others run far below the 15 s threshold.
         let done = l.iter().find(|t| t.executor_id == "2").unwrap().task_id;
-        s.status_update(done, TaskUpdate::Finished { result_size: 1 }, 5000);
+        s.status_update(done, finished(1), 5000);
         assert!(!s.check_speculatable_tasks(5100), "below the threshold");
         // Executor 1 is decommissioned at 5.1 s and expected to be killed 1 s later, before
         // its tasks would end (launched at 0 + median 5 s = 5 s < 6.1 s: no).
@@ -2104,7 +2218,7 @@ mod tests {
         s.submit_tasks(task_set(0, 0, 0, no_pref(3), false), 0);
         let l = s.resource_offers(&[offer("2", "h2", 1)], true, 0);
         s.status_update(l[0].task_id, TaskUpdate::Running, 0);
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 5000);
+        s.status_update(l[0].task_id, finished(1), 5000);
         // Two tasks launched late on executor 1, which is decommissioned at once: they
         // would end at 4 s + 5 s = 9 s, after the expected kill at 5.1 s.
         let late = s.resource_offers(&[offer("1", "h1", 2)], true, 4000);
@@ -2119,7 +2233,7 @@ mod tests {
             .take_events()
             .into_iter()
             .filter_map(|e| match e {
-                SchedulerEvent::SpeculativeTaskSubmitted { index, .. } => Some(index),
+                SchedulerEvent::Dag(DagEvent::SpeculativeTaskSubmitted { index, .. }) => Some(index),
                 _ => None,
             })
             .collect();
@@ -2131,7 +2245,7 @@ mod tests {
         let mut s = sched(config);
         s.submit_tasks(task_set(0, 0, 0, no_pref(3), false), 0);
         let l = s.resource_offers(&[offer("2", "h2", 1)], true, 0);
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 5000);
+        s.status_update(l[0].task_id, finished(1), 5000);
         s.resource_offers(&[offer("1", "h1", 2)], true, 4000);
         s.executor_decommission("1", None, 4100);
         assert!(!s.check_speculatable_tasks(4200));
@@ -2162,7 +2276,7 @@ mod tests {
         let started = s
             .take_events()
             .into_iter()
-            .filter(|e| matches!(e, SchedulerEvent::TaskStarted { .. }))
+            .filter(|e| matches!(e, SchedulerEvent::Dag(DagEvent::BeginEvent { .. })))
             .count();
         assert_eq!(started, 3);
         assert_eq!(s.running_tasks("1") + s.running_tasks("2"), 3);
@@ -2198,7 +2312,7 @@ mod tests {
         assert!(s
             .take_events()
             .iter()
-            .all(|e| !matches!(e, SchedulerEvent::TaskStarted { .. })));
+            .all(|e| !matches!(e, SchedulerEvent::Dag(DagEvent::BeginEvent { .. }))));
         assert_eq!(
             s.task_set_manager(0, 0).unwrap().pending_task_indices(),
             vec![0, 1]
@@ -2246,8 +2360,8 @@ mod tests {
         for t in &l {
             s.status_update(t.task_id, TaskUpdate::Running, 1);
         }
-        s.status_update(l[0].task_id, TaskUpdate::Finished { result_size: 1 }, 10);
-        s.status_update(l[1].task_id, TaskUpdate::Finished { result_size: 1 }, 10);
+        s.status_update(l[0].task_id, finished(1), 10);
+        s.status_update(l[1].task_id, finished(1), 10);
         assert!(
             !s.check_speculatable_tasks(100_000),
             "no speculation of barrier tasks"
@@ -2299,7 +2413,7 @@ mod tests {
         while let Some(tid) = queue.pop_front() {
             now += 1;
             s.status_update(tid, TaskUpdate::Running, now);
-            s.status_update(tid, TaskUpdate::Finished { result_size: 100 }, now);
+            s.status_update(tid, finished(100), now);
             for t in s.resource_offers(&one, false, now) {
                 queue.push_back(t.task_id);
             }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::events::{TaskEndReason, TaskInfo, TaskLocality};
-use super::loss_reason::ExecutorLossReason;
+use super::dag::DagEvent;
+use super::events::{TaskEndReason, TaskLocality};
+use super::task::{KillTask, TaskResult};
 
 /// Where a task would like to run (Spark's TaskLocation: HostTaskLocation or
 /// ExecutorCacheTaskLocation).
@@ -96,12 +97,14 @@ pub struct TaskLaunch {
 }
 
 /// A task's state change as the executor reported it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum TaskUpdate {
     Running,
-    /// FINISHED; `result_size` is the encoded result's size in bytes.
+    /// FINISHED with the decoded result; `result_size` is the encoded result's size in
+    /// bytes.
     Finished {
         result_size: u64,
+        result: TaskResult,
     },
     /// FAILED, KILLED or LOST with why.
     Failed(TaskEndReason),
@@ -109,53 +112,20 @@ pub enum TaskUpdate {
     Lost(TaskEndReason),
 }
 
-/// What the TaskScheduler tells the DAGScheduler and the backend (drained by the caller
-/// after each call).
+/// What the TaskScheduler says after a call (drained by its owner, the DriverEndpoint, and
+/// routed in one place): an event for the DAGScheduler, as Spark's TaskSchedulerImpl posts
+/// it through `dagScheduler.taskStarted`, `taskEnded`, `executorAdded`, `executorLost`,
+/// `taskSetFailed` and `speculativeTaskSubmitted`, or a request to the backend
+/// (`backend.killTask`, `backend.reviveOffers`).
+// A DAGSchedulerEvent carries a completion's TaskInfo and result; boxing it would cost an
+// allocation per task on the hottest path, so the size difference is accepted.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum SchedulerEvent {
-    /// An executor was offered for the first time (dagScheduler.executorAdded).
-    ExecutorAdded { executor_id: String, host: String },
-    /// An executor is gone (dagScheduler.executorLost).
-    ExecutorLost {
-        executor_id: String,
-        reason: ExecutorLossReason,
-    },
-    /// A task was launched (dagScheduler.taskStarted → SparkListenerTaskStart).
-    TaskStarted {
-        stage_id: u32,
-        stage_attempt_id: u32,
-        task_info: TaskInfo,
-    },
-    /// A task attempt ended (dagScheduler.taskEnded → CompletionEvent).
-    TaskEnded {
-        task_id: u64,
-        stage_id: u32,
-        stage_attempt_id: u32,
-        index: u32,
-        partition_id: u32,
-        is_shuffle_map: bool,
-        reason: TaskEndReason,
-        task_info: TaskInfo,
-    },
-    /// A task set was aborted (dagScheduler.taskSetFailed).
-    TaskSetFailed {
-        stage_id: u32,
-        stage_attempt_id: u32,
-        message: String,
-    },
-    /// A task became speculatable (dagScheduler.speculativeTaskSubmitted).
-    SpeculativeTaskSubmitted {
-        stage_id: u32,
-        stage_attempt_id: u32,
-        index: u32,
-    },
+    /// For the DAGScheduler's event loop, as it is.
+    Dag(DagEvent),
     /// Kill a running attempt (backend.killTask).
-    KillTask {
-        task_id: u64,
-        executor_id: String,
-        interrupt_thread: bool,
-        reason: String,
-    },
+    KillTask(KillTask),
     /// Offer resources again (backend.reviveOffers).
     ReviveOffers,
 }

@@ -35,8 +35,10 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use super::dag::{CompletionEvent, DagEvent};
 use super::events::{TaskEndReason, TaskInfo, TaskLocality};
 use super::loss_reason::ExecutorLossReason;
+use super::task::{KillTask, TaskResult};
 use super::task_set::{SchedulerEvent, TaskBinary, TaskLaunch, TaskLocation, TaskSet, TaskSpec};
 
 /// The reason given to `KillTask` for the other running attempts once one attempt succeeded.
@@ -1101,14 +1103,16 @@ impl TaskSetManager {
     // ----- task ends -------------------------------------------------------------------------
 
     /// An attempt finished successfully with a result of `result_size` bytes (Spark's
-    /// `canFetchMoreResults` then `handleSuccessfulTask`).
+    /// `canFetchMoreResults` then `handleSuccessfulTask`); its CompletionEvent carries
+    /// `result`.
     pub fn handle_successful_task(
         &mut self,
         tid: u64,
         result_size: u64,
+        result: Option<TaskResult>,
         ctx: &mut Ctx<'_>,
     ) -> SuccessOutcome {
-        self.handle_successful_task_with_metrics(tid, result_size, 0, 0, ctx)
+        self.handle_successful_task_with_metrics(tid, result_size, result, 0, 0, ctx)
     }
 
     /// As [`Self::handle_successful_task`], with the attempt's records read and executor run
@@ -1117,6 +1121,7 @@ impl TaskSetManager {
         &mut self,
         tid: u64,
         result_size: u64,
+        result: Option<TaskResult>,
         records_read: u64,
         run_time_ms: u64,
         ctx: &mut Ctx<'_>,
@@ -1235,12 +1240,12 @@ impl TaskSetManager {
                         winner_host
                     );
                 }
-                ctx.events.push(SchedulerEvent::KillTask {
+                ctx.events.push(SchedulerEvent::KillTask(KillTask {
                     task_id: *other,
                     executor_id: exec.clone(),
                     interrupt_thread: true,
                     reason: KILL_REASON_ANOTHER_ATTEMPT_SUCCEEDED.into(),
-                });
+                }));
             }
         }
 
@@ -1280,7 +1285,7 @@ impl TaskSetManager {
                 self.name_of(tid, a)
             );
         }
-        self.emit_task_ended(tid, TaskEndReason::Success, ctx.events);
+        self.emit_task_ended(tid, TaskEndReason::Success, result, ctx.events);
         SuccessOutcome {
             kill_other_attempts,
             first_success,
@@ -1446,7 +1451,7 @@ impl TaskSetManager {
             self.zombie = true;
         }
 
-        self.emit_task_ended(tid, reason, ctx.events);
+        self.emit_task_ended(tid, reason, None, ctx.events);
 
         if let Some(message) = no_retry {
             outcome.finished_task_set = self.abort_internal(message.clone(), ctx.events);
@@ -1587,7 +1592,7 @@ impl TaskSetManager {
                     });
                     self.tasks_successful = self.tasks_successful.saturating_sub(1);
                     self.add_pending_task(index, false);
-                    self.emit_task_ended(tid, TaskEndReason::Resubmitted, ctx.events);
+                    self.emit_task_ended(tid, TaskEndReason::Resubmitted, None, ctx.events);
                     outcome.resubmitted.push((index, tid));
                 }
             }
@@ -1709,11 +1714,12 @@ impl TaskSetManager {
                     self.speculatable.len() + 1
                 );
                 self.speculatable.insert(index);
-                ctx.events.push(SchedulerEvent::SpeculativeTaskSubmitted {
-                    stage_id: self.stage_id,
-                    stage_attempt_id: self.stage_attempt,
-                    index,
-                });
+                ctx.events
+                    .push(SchedulerEvent::Dag(DagEvent::SpeculativeTaskSubmitted {
+                        stage_id: self.stage_id,
+                        stage_attempt_id: self.stage_attempt,
+                        index,
+                    }));
                 found.push(SpeculatableTask {
                     index,
                     task_id: tid,
@@ -1765,9 +1771,17 @@ impl TaskSetManager {
         }
     }
 
-    fn emit_task_ended(&self, tid: u64, reason: TaskEndReason, events: &mut Vec<SchedulerEvent>) {
+    /// dagScheduler.taskEnded: the attempt's CompletionEvent, with its result if it
+    /// succeeded.
+    fn emit_task_ended(
+        &self,
+        tid: u64,
+        reason: TaskEndReason,
+        result: Option<TaskResult>,
+        events: &mut Vec<SchedulerEvent>,
+    ) {
         if let Some(a) = self.attempts.get(&tid) {
-            events.push(SchedulerEvent::TaskEnded {
+            events.push(SchedulerEvent::Dag(DagEvent::CompletionEvent(CompletionEvent {
                 task_id: tid,
                 stage_id: self.stage_id,
                 stage_attempt_id: self.stage_attempt,
@@ -1776,7 +1790,9 @@ impl TaskSetManager {
                 is_shuffle_map: self.is_shuffle_map,
                 reason,
                 task_info: self.info_of(tid, a),
-            });
+                result,
+                fetch_source_decommissioned: false,
+            })));
         }
     }
 
@@ -2067,11 +2083,11 @@ impl TaskSetManager {
                  succeed wins"
             );
         }
-        ctx.events.push(SchedulerEvent::TaskStarted {
+        ctx.events.push(SchedulerEvent::Dag(DagEvent::BeginEvent {
             stage_id: self.stage_id,
             stage_attempt_id: self.stage_attempt,
             task_info: self.info_of(task_id, &attempt),
-        });
+        }));
         self.attempts.insert(task_id, attempt);
         if let Some(e) = self.execs.get_mut(exec as usize) {
             e.tids.push(task_id);
@@ -2140,11 +2156,11 @@ impl TaskSetManager {
     }
 
     fn abort_internal(&mut self, message: String, events: &mut Vec<SchedulerEvent>) -> bool {
-        events.push(SchedulerEvent::TaskSetFailed {
+        events.push(SchedulerEvent::Dag(DagEvent::TaskSetFailed {
             stage_id: self.stage_id,
             stage_attempt_id: self.stage_attempt,
             message: message.clone(),
-        });
+        }));
         if self.abort_message.is_none() {
             self.abort_message = Some(message);
         }
@@ -2286,7 +2302,7 @@ mod tests {
                 events: &mut self.events,
                 now_ms: now,
             };
-            tsm.handle_successful_task(tid, size, &mut ctx)
+            tsm.handle_successful_task(tid, size, None, &mut ctx)
         }
 
         fn fail(
@@ -2376,7 +2392,7 @@ mod tests {
         events
             .iter()
             .filter_map(|e| match e {
-                SchedulerEvent::TaskEnded { task_id, reason, .. } => Some((*task_id, reason.clone())),
+                SchedulerEvent::Dag(DagEvent::CompletionEvent(c)) => Some((c.task_id, c.reason.clone())),
                 _ => None,
             })
             .collect()
@@ -2386,7 +2402,7 @@ mod tests {
         events
             .iter()
             .filter_map(|e| match e {
-                SchedulerEvent::TaskSetFailed { message, .. } => Some(message.clone()),
+                SchedulerEvent::Dag(DagEvent::TaskSetFailed { message, .. }) => Some(message.clone()),
                 _ => None,
             })
             .collect()
@@ -2431,7 +2447,7 @@ mod tests {
         assert_eq!(events.len(), 3);
         assert!(matches!(
             &events[0],
-            SchedulerEvent::TaskStarted { stage_id: 3, stage_attempt_id: 0, task_info }
+            SchedulerEvent::Dag(DagEvent::BeginEvent { stage_id: 3, stage_attempt_id: 0, task_info })
                 if task_info.task_id == 10 && task_info.executor_id == "1" && task_info.host == "h1"
         ));
     }
@@ -2628,10 +2644,13 @@ mod tests {
         assert_eq!(failed_sets(&events), vec![expected.to_string()]);
         // The TaskEnded of the last attempt precedes the abort, as in Spark.
         let last_two: Vec<&SchedulerEvent> = events.iter().rev().take(2).collect();
-        assert!(matches!(last_two[0], SchedulerEvent::TaskSetFailed { .. }));
+        assert!(matches!(
+            last_two[0],
+            SchedulerEvent::Dag(DagEvent::TaskSetFailed { .. })
+        ));
         assert!(matches!(
             last_two[1],
-            SchedulerEvent::TaskEnded { task_id: 3, .. }
+            SchedulerEvent::Dag(DagEvent::CompletionEvent(c)) if c.task_id == 3
         ));
     }
 
@@ -2747,11 +2766,11 @@ mod tests {
         );
         assert_eq!(
             h.take(),
-            vec![SchedulerEvent::SpeculativeTaskSubmitted {
+            vec![SchedulerEvent::Dag(DagEvent::SpeculativeTaskSubmitted {
                 stage_id: 0,
                 stage_attempt_id: 0,
                 index: 3
-            }]
+            })]
         );
         assert_eq!(tsm.speculatable_indices(), vec![3]);
         assert!(h.spec(&mut tsm, 100, 700).is_empty(), "marked once");
@@ -2853,7 +2872,7 @@ mod tests {
             events: &mut h.events,
             now_ms: 1000,
         };
-        tsm.handle_successful_task_with_metrics(a.task_id, 1, 1000, 1000, &mut ctx);
+        tsm.handle_successful_task_with_metrics(a.task_id, 1, None, 1000, 1000, &mut ctx);
         tsm.update_running_task_process_rate(b.task_id, 800, 1000);
         // Threshold 3000 ms; 800 >= 0.75 x 1000 so it is efficient until 6000 ms.
         assert!(h.spec(&mut tsm, 100, 3001).is_empty());
@@ -2886,12 +2905,12 @@ mod tests {
         let events = h.take();
         assert_eq!(
             events[0],
-            SchedulerEvent::KillTask {
+            SchedulerEvent::KillTask(KillTask {
                 task_id: b.task_id,
                 executor_id: "1".into(),
                 interrupt_thread: true,
                 reason: "another attempt succeeded".into()
-            }
+            })
         );
         assert_eq!(ended(&events), vec![(copy.task_id, TaskEndReason::Success)]);
         assert!(tsm.is_zombie() && !tsm.is_finished());

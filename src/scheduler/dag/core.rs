@@ -32,7 +32,7 @@ use super::config::{
 };
 use super::job::ActiveJob;
 use super::map_output_tracker::MapOutputTracker;
-use super::protocol::{DagAction, DagEvent};
+use super::protocol::{CompletionEvent, DagAction, DagEvent};
 use super::stage::{PendingSet, Stage, StageKind};
 use crate::rdd::{Lineage, RddId, RddKind, ResultFunc, ShuffleDep, ShuffleId, StageTask, TaskKind, Value};
 use crate::scheduler::events::{
@@ -51,15 +51,20 @@ pub const STAGE_FINISHED_REASON: &str = "Stage finished";
 
 /// What a completion's end reason asks the scheduler to do (extracted before the reason is
 /// moved into the listener event).
+/// A fetch failure as the DAGScheduler handles it.
+struct FetchFailure {
+    executor_id: Option<String>,
+    host: Option<String>,
+    shuffle_id: ShuffleId,
+    map_index: u32,
+    message: String,
+    /// The executor it names is decommissioning or was decommissioned.
+    source_decommissioned: bool,
+}
+
 enum Outcome {
     Success,
-    FetchFailed {
-        executor_id: Option<String>,
-        host: Option<String>,
-        shuffle_id: ShuffleId,
-        map_index: u32,
-        message: String,
-    },
+    FetchFailed(FetchFailure),
     Resubmitted,
     Other,
 }
@@ -119,9 +124,6 @@ pub struct DagScheduler {
     barrier_check_failures: HashMap<u32, u32>,
     /// Jobs waiting to be submitted again after a failed slot check.
     barrier_job_resubmits: BTreeMap<u32, DagEvent>,
-    /// The fetch failure being handled names an executor that is decommissioning (set by
-    /// the caller, which asks the TaskSchedulerImpl).
-    fetch_source_decommissioned: bool,
 }
 
 impl Default for DagScheduler {
@@ -152,14 +154,7 @@ impl DagScheduler {
             max_concurrent_tasks: u32::MAX,
             barrier_check_failures: HashMap::new(),
             barrier_job_resubmits: BTreeMap::new(),
-            fetch_source_decommissioned: false,
         }
-    }
-
-    /// Before a CompletionEvent with a fetch failure: whether the executor it names is
-    /// decommissioning (Spark's `isExecutorDecommissioningOrDecommissioned`).
-    pub fn set_fetch_source_decommissioned(&mut self, decommissioned: bool) {
-        self.fetch_source_decommissioned = decommissioned;
     }
 
     /// Spark's `sc.maxNumConcurrentTasks`: the task slots of the active executors, which a
@@ -261,7 +256,6 @@ impl DagScheduler {
     /// Handles one event at `now_ms` (milliseconds since the Unix epoch).
     pub fn handle(&mut self, event: DagEvent, now_ms: u64) {
         self.handle_event(event, now_ms);
-        self.fetch_source_decommissioned = false;
     }
 
     fn handle_event(&mut self, event: DagEvent, now_ms: u64) {
@@ -286,28 +280,7 @@ impl DagScheduler {
                 stage_attempt_id,
                 task_info,
             }),
-            DagEvent::CompletionEvent {
-                task_id,
-                stage_id,
-                stage_attempt_id,
-                index,
-                partition_id,
-                is_shuffle_map,
-                reason,
-                task_info,
-                result,
-            } => self.handle_task_completion(
-                task_id,
-                stage_id,
-                stage_attempt_id,
-                index,
-                partition_id,
-                is_shuffle_map,
-                reason,
-                task_info,
-                result,
-                now_ms,
-            ),
+            DagEvent::CompletionEvent(event) => self.handle_task_completion(event, now_ms),
             DagEvent::TaskSetFailed {
                 stage_id,
                 stage_attempt_id,
@@ -1341,20 +1314,19 @@ impl DagScheduler {
 
     // ---- task events ------------------------------------------------------------------
 
-    #[allow(clippy::too_many_arguments)]
-    fn handle_task_completion(
-        &mut self,
-        task_id: u64,
-        stage_id: u32,
-        stage_attempt_id: u32,
-        index: u32,
-        partition_id: u32,
-        is_shuffle_map: bool,
-        reason: TaskEndReason,
-        task_info: TaskInfo,
-        result: Option<TaskResult>,
-        now: u64,
-    ) {
+    fn handle_task_completion(&mut self, event: CompletionEvent, now: u64) {
+        let CompletionEvent {
+            task_id,
+            stage_id,
+            stage_attempt_id,
+            index,
+            partition_id,
+            is_shuffle_map,
+            reason,
+            task_info,
+            result,
+            fetch_source_decommissioned,
+        } = event;
         let outcome = match &reason {
             TaskEndReason::Success => Outcome::Success,
             TaskEndReason::FetchFailed {
@@ -1364,13 +1336,14 @@ impl DagScheduler {
                 map_index,
                 message,
                 ..
-            } => Outcome::FetchFailed {
+            } => Outcome::FetchFailed(FetchFailure {
                 executor_id: executor_id.clone(),
                 host: host.clone(),
                 shuffle_id: *shuffle_id,
                 map_index: *map_index,
                 message: message.clone(),
-            },
+                source_decommissioned: fetch_source_decommissioned,
+            }),
             TaskEndReason::Resubmitted => Outcome::Resubmitted,
             _ => Outcome::Other,
         };
@@ -1428,24 +1401,9 @@ impl DagScheduler {
                 value,
                 now,
             ),
-            Outcome::FetchFailed {
-                executor_id,
-                host,
-                shuffle_id,
-                map_index,
-                message,
-            } => self.handle_fetch_failed(
-                task_id,
-                stage_id,
-                stage_attempt_id,
-                partition_id,
-                executor_id,
-                host,
-                shuffle_id,
-                map_index,
-                message,
-                now,
-            ),
+            Outcome::FetchFailed(failure) => {
+                self.handle_fetch_failed(task_id, stage_id, stage_attempt_id, partition_id, failure, now)
+            }
             Outcome::Resubmitted => {
                 let task = task_name(stage_is_map, stage_id, partition_id);
                 match self.stages.get_mut(&stage_id).map(|s| &mut s.kind) {
@@ -1745,20 +1703,23 @@ impl DagScheduler {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn handle_fetch_failed(
         &mut self,
         task_id: u64,
         stage_id: u32,
         stage_attempt_id: u32,
         partition_id: u32,
-        executor_id: Option<String>,
-        host: Option<String>,
-        shuffle_id: ShuffleId,
-        map_index: u32,
-        message: String,
+        failure: FetchFailure,
         now: u64,
     ) {
+        let FetchFailure {
+            executor_id,
+            host,
+            shuffle_id,
+            map_index,
+            message,
+            source_decommissioned,
+        } = failure;
         let map_stage = self.shuffle_to_stage.get(&shuffle_id).copied();
         let Some(failed_stage) = self.stages.get_mut(&stage_id) else {
             return;
@@ -1777,9 +1738,7 @@ impl DagScheduler {
         }
         // A fetch failure from a decommissioning executor may not count towards the stage's
         // consecutive failed attempts.
-        if std::mem::take(&mut self.fetch_source_decommissioned)
-            && self.config.ignore_decommission_fetch_failure
-        {
+        if source_decommissioned && self.config.ignore_decommission_fetch_failure {
             tracing::info!(
                 stage_id,
                 stage_attempt = stage_attempt_id,

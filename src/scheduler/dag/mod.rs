@@ -28,4 +28,4 @@ pub use self::core::{DagScheduler, CANCEL_ALL_JOBS_REASON, STAGE_FINISHED_REASON
 pub use self::map_output_tracker::{
     MapOutputTracker, REDUCER_PREF_LOCS_FRACTION, SHUFFLE_PREF_MAP_THRESHOLD, SHUFFLE_PREF_REDUCE_THRESHOLD,
 };
-pub use self::protocol::{DagAction, DagEvent};
+pub use self::protocol::{CompletionEvent, DagAction, DagEvent};

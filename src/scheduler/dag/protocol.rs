@@ -10,11 +10,36 @@ use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::task::TaskResult;
 use crate::scheduler::task_set::TaskSet;
 
-/// An event for the DAGScheduler (Spark's `DAGSchedulerEvent`).
+/// A task attempt's end (Spark's `CompletionEvent`): what the TaskScheduler says when an
+/// attempt finishes, fails, is killed or is resubmitted, carrying the attempt's result when
+/// it succeeded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompletionEvent {
+    pub task_id: u64,
+    pub stage_id: u32,
+    pub stage_attempt_id: u32,
+    /// The task's index in its task set.
+    pub index: u32,
+    pub partition_id: u32,
+    pub is_shuffle_map: bool,
+    pub reason: TaskEndReason,
+    pub task_info: TaskInfo,
+    /// The result of a successful attempt (the DirectTaskResult of its FINISHED update).
+    pub result: Option<TaskResult>,
+    /// For a fetch failure: whether the executor it names is decommissioning (Spark's
+    /// `isExecutorDecommissioningOrDecommissioned`, which the DAGScheduler asks the
+    /// TaskScheduler; here the TaskScheduler says it with the event).
+    pub fetch_source_decommissioned: bool,
+}
+
+/// An event for the DAGScheduler (Spark's `DAGSchedulerEvent`). The task events among them
+/// (BeginEvent, CompletionEvent, TaskSetFailed, ExecutorAdded, ExecutorLost,
+/// SpeculativeTaskSubmitted) are what the TaskScheduler produces, as Spark's TaskSchedulerImpl
+/// posts them through `dagScheduler.taskStarted`, `taskEnded` and the like.
 // CompletionEvent carries a whole TaskInfo, TaskEndReason and result; boxing it would cost
 // an allocation on the hottest path, so the size difference is accepted.
 #[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum DagEvent {
     /// A job: compute `partitions` of `rdd` (described by `lineage`) and apply `func` to
     /// each. `job_id` comes from [`super::DagScheduler::next_job_id`].
@@ -34,20 +59,8 @@ pub enum DagEvent {
         stage_attempt_id: u32,
         task_info: TaskInfo,
     },
-    /// A task attempt ended.
-    CompletionEvent {
-        task_id: u64,
-        stage_id: u32,
-        stage_attempt_id: u32,
-        /// The task's index in its task set.
-        index: u32,
-        partition_id: u32,
-        is_shuffle_map: bool,
-        reason: TaskEndReason,
-        task_info: TaskInfo,
-        /// The result of a successful attempt.
-        result: Option<TaskResult>,
-    },
+    /// A task attempt ended, with its result if it succeeded.
+    CompletionEvent(CompletionEvent),
     /// The TaskScheduler gave up on a task set (too many failures, result too big, ...).
     TaskSetFailed {
         stage_id: u32,

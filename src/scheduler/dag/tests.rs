@@ -98,6 +98,8 @@ struct H {
     dag: DagScheduler,
     now: u64,
     next_tid: u64,
+    /// What the next completion events say of their fetch failure's executor.
+    fetch_source_decommissioned: bool,
 }
 
 impl H {
@@ -110,6 +112,7 @@ impl H {
             dag: DagScheduler::new(config),
             now: 1_000,
             next_tid: 0,
+            fetch_source_decommissioned: false,
         }
     }
 
@@ -171,7 +174,7 @@ impl H {
     ) -> Vec<DagAction> {
         let partition_id = ts.tasks[index as usize].partition_id;
         let info = self.info(index, partition_id, exec);
-        self.send(DagEvent::CompletionEvent {
+        self.send(DagEvent::CompletionEvent(CompletionEvent {
             task_id: info.task_id,
             stage_id: ts.stage_id,
             stage_attempt_id: ts.stage_attempt_id,
@@ -181,7 +184,8 @@ impl H {
             reason,
             task_info: info,
             result,
-        })
+            fetch_source_decommissioned: self.fetch_source_decommissioned,
+        }))
     }
 
     /// A map task succeeds on `exec`, writing `sizes` bytes per reduce partition.
@@ -1159,7 +1163,7 @@ fn garbage_events_do_not_panic() {
     let ts0 = one_task_set(&a);
     let info = h.info(0, 0, "1");
     let events = vec![
-        DagEvent::CompletionEvent {
+        DagEvent::CompletionEvent(CompletionEvent {
             task_id: 1,
             stage_id: 0,
             stage_attempt_id: 7,
@@ -1172,8 +1176,9 @@ fn garbage_events_do_not_panic() {
                 value: Value::Null,
                 metrics: TaskMetrics::default(),
             }),
-        },
-        DagEvent::CompletionEvent {
+            fetch_source_decommissioned: false,
+        }),
+        DagEvent::CompletionEvent(CompletionEvent {
             task_id: 2,
             stage_id: 55,
             stage_attempt_id: 0,
@@ -1183,8 +1188,9 @@ fn garbage_events_do_not_panic() {
             reason: TaskEndReason::Success,
             task_info: info.clone(),
             result: None,
-        },
-        DagEvent::CompletionEvent {
+            fetch_source_decommissioned: false,
+        }),
+        DagEvent::CompletionEvent(CompletionEvent {
             task_id: 3,
             stage_id: 0,
             stage_attempt_id: 0,
@@ -1202,7 +1208,8 @@ fn garbage_events_do_not_panic() {
             },
             task_info: info.clone(),
             result: None,
-        },
+            fetch_source_decommissioned: false,
+        }),
         DagEvent::BeginEvent {
             stage_id: 99,
             stage_attempt_id: 0,
@@ -1724,7 +1731,7 @@ fn fetch_failures_from_a_decommissioning_executor_do_not_count_when_asked() {
         for _ in 0..2 {
             let a = finish_map_stage(&mut h, &map_ts, 3);
             let reduce_ts = one_task_set(&a);
-            h.dag.set_fetch_source_decommissioned(decommissioned);
+            h.fetch_source_decommissioned = decommissioned;
             let last = h.fetch_fail(&reduce_ts, 0, 0, 0, "1");
             ended = job_ended(&last);
             if ended.is_some() {

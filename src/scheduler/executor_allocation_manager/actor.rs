@@ -7,8 +7,8 @@
 //! stage, task, executor and speculative-task event to the core under its lock, as Spark's
 //! listener shares the manager's synchronized state. For a task start it reads whether the
 //! backend has the executor active (Spark's ExecutorAllocationClient.isExecutorActive, a
-//! synchronized read of CoarseGrainedSchedulerBackend) from the DriverEndpoint's kept
-//! executor map, before taking the core's lock.
+//! synchronized read of CoarseGrainedSchedulerBackend) from the view of active executors
+//! the DriverEndpoint publishes, before taking the core's lock.
 //!
 //! The actor is the schedule loop: on start it sends the initial request (Spark's start();
 //! before the AM has registered it is answered `false`, which is harmless), then every
@@ -31,8 +31,8 @@ use actix::{Actor, AsyncContext, Context, WrapFuture};
 use super::core::{ExecutorAllocationCore, Round, TargetRequest};
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_with_fixed_delay;
-use crate::runtime::{ActorPath, Clock, Kept, Me};
-use crate::scheduler::driver_endpoint::DriverState;
+use crate::runtime::{ActorPath, Clock, Kept, Me, View};
+use crate::scheduler::driver_endpoint::ActiveExecutors;
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::SparkListener;
 use crate::scheduler::messages::DriverProtocol;
@@ -201,13 +201,13 @@ impl Actor for ExecutorAllocationManager {
 /// ExecutorAllocationListener and ExecutorMonitor on the bus: every event goes to the core.
 pub struct ExecutorAllocationListener {
     core: Kept<ExecutorAllocationCore>,
-    /// The DriverEndpoint's kept executor map (read only: isExecutorActive).
-    backend: Kept<DriverState>,
+    /// The DriverEndpoint's active executors (isExecutorActive), as it publishes them.
+    backend: View<ActiveExecutors>,
     clock: Clock,
 }
 
 impl ExecutorAllocationListener {
-    pub fn new(core: Kept<ExecutorAllocationCore>, backend: Kept<DriverState>, clock: Clock) -> Self {
+    pub fn new(core: Kept<ExecutorAllocationCore>, backend: View<ActiveExecutors>, clock: Clock) -> Self {
         ExecutorAllocationListener { core, backend, clock }
     }
 }
@@ -222,7 +222,7 @@ impl SparkListener for ExecutorAllocationListener {
         // Asked before the core's lock is taken, so the two locks are never held together.
         let active = match event {
             SparkListenerEvent::TaskStart { task_info, .. } => {
-                self.backend.lock().is_executor_active(&task_info.executor_id)
+                self.backend.get().is_active(&task_info.executor_id)
             }
             _ => false,
         };
