@@ -8,7 +8,7 @@
 //! ACCEPTED → RUNNING → FINISHED / FAILED / KILLED) with its final status, and launches the
 //! AM container of each attempt on a NodeManager. It serves the AM protocol: registration,
 //! the Allocate heartbeat (the attempt's outstanding requests are scheduled at once, with
-//! locality, by [`super::scheduler::Scheduler`]; granted containers and completed container
+//! locality, by [`crate::yarn::scheduler::Scheduler`]; granted containers and completed container
 //! statuses go back in the answer) and unregistration. When an AM container ends without
 //! its attempt having unregistered, the attempt failed: the RM starts another, up to
 //! `yarn.resourcemanager.am.max-attempts` (capped by the submission's `spark.yarn.maxAppAttempts`),
@@ -17,7 +17,7 @@
 //! RM does not count towards that maximum.
 //!
 //! Each queue holds its ApplicationMasters to `maximum-am-resource-percent` of the cluster
-//! ([`super::leaf_queue::LeafQueue`]): an attempt's AM container is placed only once its
+//! ([`crate::yarn::leaf_queue::LeafQueue`]): an attempt's AM container is placed only once its
 //! queue activated it; the others wait ACCEPTED, in submission order, with YARN's
 //! diagnostics, and start as attempts end. At most `max-completed-applications` finished
 //! applications are kept; older ones are forgotten, oldest first.
@@ -26,7 +26,7 @@
 //! ([`RmState`]), so a restarted RM still knows them; what was queued in its mailbox is lost
 //! with it, and the peers make up for it. Report waiters are dropped (clients ask again).
 //! A new incarnation asks every known NodeManager to register again
-//! ([`super::node_manager::Resync`]); a registration ([`RegisterNode`]) names the node's
+//! ([`crate::yarn::node_manager::Resync`]); a registration ([`RegisterNode`]) names the node's
 //! running containers and the completed statuses the RM has not taken, and the RM completes
 //! every container it placed on that node which the node does not name as lost (-100,
 //! "Container released on a *lost* node") — so a NodeStatusUpdate lost in the dead mailbox
@@ -48,11 +48,11 @@ use std::time::Duration;
 use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
 use tokio::sync::oneshot;
 
-use super::leaf_queue::{self, Decision, LeafQueue};
-use super::node_manager::{node_manager_path, LOST_CONTAINER};
-use super::protocol::*;
-use super::records::*;
-use super::scheduler::Scheduler;
+use crate::yarn::leaf_queue::{self, Decision, LeafQueue};
+use crate::yarn::node_manager::{node_manager_path, LOST_CONTAINER};
+use crate::yarn::protocol::*;
+use crate::yarn::records::*;
+use crate::yarn::scheduler::Scheduler;
 use crate::conf::{self, SparkConf};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::protocol::Carries;

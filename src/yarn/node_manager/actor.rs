@@ -2,7 +2,7 @@
 //! node and reports how they ended.
 //!
 //! StartContainer starts the container's launch command through the launcher registry the
-//! node was assembled with ([`super::launcher`]), as a real NodeManager execs a command
+//! node was assembled with ([`crate::yarn::launcher`]), as a real NodeManager execs a command
 //! line: the launcher of the command's program builds the container's process, and the
 //! NodeManager starts it as a subtree under the node's supervisor:
 //! `/node/nm-<host>/<container_id>` is a supervisor whose significant child is the process
@@ -51,9 +51,9 @@ use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, ResponseActFuture, WrapFuture,
 };
 
-use super::launcher::{Launch, LauncherRegistry};
-use super::protocol::*;
-use super::records::*;
+use crate::yarn::launcher::{Launch, LauncherRegistry};
+use crate::yarn::protocol::*;
+use crate::yarn::records::*;
 use crate::conf::NodeSpec;
 use crate::logs::output::OutputSink;
 use crate::logs::LogIds;
@@ -89,7 +89,7 @@ const MAX_FLUSH_DELAY: Duration = Duration::from_secs(1);
 
 /// The path of the NodeManager of `host` in the all-in-one node.
 pub fn node_manager_path(host: &str) -> ActorPath {
-    ActorPath::from_trusted(format!("/{}/nm-{host}/node-manager", super::node::NODE_ROOT))
+    ActorPath::from_trusted(format!("/{}/nm-{host}/node-manager", crate::yarn::node::NODE_ROOT))
 }
 
 struct ContainerRecord {

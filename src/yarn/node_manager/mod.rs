@@ -1,0 +1,2 @@
+mod actor;
+pub use actor::*;
