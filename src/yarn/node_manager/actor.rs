@@ -51,9 +51,6 @@ use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, ResponseActFuture, WrapFuture,
 };
 
-use crate::yarn::launcher::{Launch, LauncherRegistry};
-use crate::yarn::protocol::*;
-use crate::yarn::records::*;
 use crate::conf::NodeSpec;
 use crate::logs::output::OutputSink;
 use crate::logs::LogIds;
@@ -65,6 +62,9 @@ use crate::runtime::SupervisorProtocol;
 use crate::runtime::{
     ActorPath, ChildSpec, ExitReason, Kept, Me, Restart, Strategy, SupervisorSpec, Terminated,
 };
+use crate::yarn::launcher::{Launch, LauncherRegistry};
+use crate::yarn::protocol::*;
+use crate::yarn::records::*;
 
 /// How many finished containers' outputs a NodeManager keeps.
 const KEPT_FINISHED: usize = 256;
@@ -89,7 +89,10 @@ const MAX_FLUSH_DELAY: Duration = Duration::from_secs(1);
 
 /// The path of the NodeManager of `host` in the all-in-one node.
 pub fn node_manager_path(host: &str) -> ActorPath {
-    ActorPath::from_trusted(format!("/{}/nm-{host}/node-manager", crate::yarn::node::NODE_ROOT))
+    ActorPath::from_trusted(format!(
+        "/{}/nm-{host}/node-manager",
+        crate::yarn::node::NODE_ROOT
+    ))
 }
 
 struct ContainerRecord {
