@@ -38,9 +38,9 @@ use crate::runtime::{
 use crate::scheduler::barrier_coordinator::{
     BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
 };
-use crate::scheduler::dag::{DagConfig, DagScheduler};
 use crate::scheduler::dag_scheduler::DagSchedulerProtocol;
 use crate::scheduler::dag_scheduler::{DAGScheduler, DagInbox, DagState};
+use crate::scheduler::dag_scheduler::{DAGSchedulerCore, DagConfig};
 use crate::scheduler::driver_endpoint::{
     ActiveExecutors, DriverEndpoint, DriverKept, DriverLinks, DriverState, TaskSchedulerProtocol,
 };
@@ -220,7 +220,7 @@ pub fn driver_spec(
         dag_config.barrier_check_interval_ms = interval.as_millis() as u64;
     }
     let dag_state = Kept::new(DagState {
-        core: DagScheduler::new(dag_config),
+        core: DAGSchedulerCore::new(dag_config),
         waiters: Default::default(),
     });
     // The driver's own listeners, there from the first event.

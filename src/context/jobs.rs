@@ -170,10 +170,12 @@ impl JobRunner for DriverJobRunner {
                 Ok(Ok(values)) => return Ok(values),
                 Ok(Err(message)) => {
                     // A job refused by a barrier check throws Spark's BarrierJobAllocationFailed.
-                    return Err(match crate::scheduler::dag::barrier_exception_class(&message) {
-                        Some(class) => JobError::with_class(class, message),
-                        None => JobError::new(message),
-                    });
+                    return Err(
+                        match crate::scheduler::dag_scheduler::barrier_exception_class(&message) {
+                            Some(class) => JobError::with_class(class, message),
+                            None => JobError::new(message),
+                        },
+                    );
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if self.cancel.is_cancelled() {

@@ -4,7 +4,6 @@
 //! event log, Spark's cluster messages, task wire types and executor loss reasons.
 
 pub mod barrier_coordinator;
-pub mod dag;
 pub mod dag_scheduler;
 pub mod driver_endpoint;
 pub mod event_log;

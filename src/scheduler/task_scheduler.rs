@@ -37,7 +37,7 @@
 
 use std::sync::Arc;
 
-use super::dag::DagEvent;
+use super::dag_scheduler::DagEvent;
 use super::events::TaskLocality;
 use super::loss_reason::ExecutorLossReason;
 use super::task::KillTask;
@@ -1354,7 +1354,7 @@ mod tests {
     }
 
     /// The CompletionEvents among `events`.
-    fn completions(events: &[SchedulerEvent]) -> Vec<&crate::scheduler::dag::CompletionEvent> {
+    fn completions(events: &[SchedulerEvent]) -> Vec<&crate::scheduler::dag_scheduler::CompletionEvent> {
         events
             .iter()
             .filter_map(|e| match e {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::dag::DagEvent;
+use super::dag_scheduler::DagEvent;
 use super::events::{TaskEndReason, TaskLocality};
 use super::task::{KillTask, TaskResult};
 

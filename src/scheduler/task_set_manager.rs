@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::dag::{CompletionEvent, DagEvent};
+use super::dag_scheduler::{CompletionEvent, DagEvent};
 use super::events::{TaskEndReason, TaskInfo, TaskLocality};
 use super::loss_reason::ExecutorLossReason;
 use super::task::{KillTask, TaskResult};

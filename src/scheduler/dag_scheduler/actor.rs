@@ -1,6 +1,7 @@
 //! The DAGScheduler's event loop (Spark's DAGSchedulerEventProcessLoop) as an actor at
-//! `<driver>/dag-scheduler`. The core (`dag::DagScheduler`) decides; this actor feeds it
-//! job submissions and the TaskScheduler's events and carries out its actions: task sets,
+//! `<driver>/dag-scheduler`. Layer: scheduler. The core ([`DAGSchedulerCore`]) decides; this
+//! actor feeds it job submissions and the TaskScheduler's events and carries out its
+//! actions: task sets,
 //! kills and cancels go to the TaskScheduler's owner, the DriverEndpoint, as
 //! [`TaskSchedulerCommand`]s (the DriverEndpoint revives offers after a submission), listener
 //! events go to the listener bus, the 200 ms resubmit timer runs here, and a finished job
@@ -25,13 +26,13 @@ use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, Handler};
 
-use super::dag::{DagAction, DagEvent, DagScheduler};
-use super::driver_endpoint::ActiveExecutors;
-use super::listener_bus::ListenerBusRef;
-use super::task_scheduler::TaskSchedulerCommand;
+use super::{DAGSchedulerCore, DagAction, DagEvent};
 use crate::rdd::{Lineage, RddId, ResultFunc, Value};
 use crate::runtime::timers::run_later;
 use crate::runtime::{DurableInbox, InboxSender, Kept, Me, View, WakeInbox};
+use crate::scheduler::driver_endpoint::ActiveExecutors;
+use crate::scheduler::listener_bus::ListenerBusRef;
+use crate::scheduler::task_scheduler::TaskSchedulerCommand;
 
 /// What a job's waiter receives: one value per requested partition, or Spark's error.
 pub type JobOutcome = Result<Vec<Value>, String>;
@@ -80,7 +81,7 @@ pub struct CancelJobs {
 
 /// What the DAGScheduler keeps across restarts.
 pub struct DagState {
-    pub core: DagScheduler,
+    pub core: DAGSchedulerCore,
     pub waiters: HashMap<u32, SyncSender<JobOutcome>>,
 }
 
@@ -238,7 +239,7 @@ impl Actor for DAGScheduler {
         );
         if !failed.is_empty() {
             // The resubmit timer died with the previous incarnation.
-            self.arm_resubmit(Duration::from_millis(super::dag::RESUBMIT_TIMEOUT_MS), ctx);
+            self.arm_resubmit(Duration::from_millis(super::RESUBMIT_TIMEOUT_MS), ctx);
         }
         // So did the timers of jobs waiting for a barrier slot check.
         let (waiting, interval) = {
@@ -274,7 +275,7 @@ impl Handler<SubmitJob> for DAGScheduler {
     type Result = Result<u32, String>;
 
     fn handle(&mut self, msg: SubmitJob, ctx: &mut Context<Self>) -> Result<u32, String> {
-        DagScheduler::check_partitions(&msg.lineage, msg.rdd, &msg.partitions)?;
+        DAGSchedulerCore::check_partitions(&msg.lineage, msg.rdd, &msg.partitions)?;
         let job_id = {
             let mut st = self.state.lock();
             let id = st.core.next_job_id();

@@ -95,7 +95,7 @@ fn two_shuffle_lineage() -> Arc<Lineage> {
 // ---- harness ------------------------------------------------------------------------------
 
 struct H {
-    dag: DagScheduler,
+    dag: DAGSchedulerCore,
     now: u64,
     next_tid: u64,
     /// What the next completion events say of their fetch failure's executor.
@@ -109,7 +109,7 @@ impl H {
 
     fn with(config: DagConfig) -> H {
         H {
-            dag: DagScheduler::new(config),
+            dag: DAGSchedulerCore::new(config),
             now: 1_000,
             next_tid: 0,
             fetch_source_decommissioned: false,
@@ -619,11 +619,11 @@ fn zero_partitions_job_ends_at_once() {
 fn invalid_partition_is_rejected() {
     let l = narrow_lineage();
     assert_eq!(
-        DagScheduler::check_partitions(&l, 1, &[0, 5, 7]),
+        DAGSchedulerCore::check_partitions(&l, 1, &[0, 5, 7]),
         Err("Attempting to access a non-existent partition: 5. Total number of partitions: 2".to_string())
     );
-    assert_eq!(DagScheduler::check_partitions(&l, 1, &[1, 0]), Ok(()));
-    assert!(DagScheduler::check_partitions(&l, 9, &[0]).is_err());
+    assert_eq!(DAGSchedulerCore::check_partitions(&l, 1, &[1, 0]), Ok(()));
+    assert!(DAGSchedulerCore::check_partitions(&l, 9, &[0]).is_err());
     // Submitting anyway fails the job without starting it.
     let mut h = H::new();
     let (job, a) = h.submit(&l, 1, vec![2]);

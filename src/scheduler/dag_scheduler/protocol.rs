@@ -42,7 +42,7 @@ pub struct CompletionEvent {
 #[derive(Clone, Debug, PartialEq)]
 pub enum DagEvent {
     /// A job: compute `partitions` of `rdd` (described by `lineage`) and apply `func` to
-    /// each. `job_id` comes from [`super::DagScheduler::next_job_id`].
+    /// each. `job_id` comes from [`super::DAGSchedulerCore::next_job_id`].
     JobSubmitted {
         job_id: u32,
         lineage: Arc<Lineage>,

@@ -1,7 +1,7 @@
 //! The DAGScheduler core: Spark's `DAGScheduler` event handlers as a synchronous state
-//! machine. Each [`DagScheduler::handle`] call takes one [`DagEvent`] and the current time,
+//! machine. Each [`DAGSchedulerCore::handle`] call takes one [`DagEvent`] and the current time,
 //! updates the jobs, stages and map output tracker, and queues [`DagAction`]s that the
-//! caller drains afterwards ([`DagScheduler::take_actions`] / [`DagScheduler::drain_actions`]).
+//! caller drains afterwards ([`DAGSchedulerCore::take_actions`] / [`DAGSchedulerCore::drain_actions`]).
 //!
 //! Rules follow spark-reference §3.13 (and DAGScheduler.scala): stages are created at shuffle
 //! boundaries (a ShuffleMapStage per shuffle id, shared by the jobs that need it while any of
@@ -96,7 +96,7 @@ enum PrefSource<'a> {
 
 /// The DAGScheduler core (Spark's `DAGScheduler`).
 #[derive(Debug)]
-pub struct DagScheduler {
+pub struct DAGSchedulerCore {
     config: DagConfig,
     max_stage_attempts: u32,
     next_job_id: u32,
@@ -126,15 +126,15 @@ pub struct DagScheduler {
     barrier_job_resubmits: BTreeMap<u32, DagEvent>,
 }
 
-impl Default for DagScheduler {
+impl Default for DAGSchedulerCore {
     fn default() -> Self {
-        DagScheduler::new(DagConfig::default())
+        DAGSchedulerCore::new(DagConfig::default())
     }
 }
 
-impl DagScheduler {
-    pub fn new(config: DagConfig) -> DagScheduler {
-        DagScheduler {
+impl DAGSchedulerCore {
+    pub fn new(config: DagConfig) -> DAGSchedulerCore {
+        DAGSchedulerCore {
             max_stage_attempts: config.effective_max_stage_attempts(),
             config,
             next_job_id: 0,
