@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
 use super::am_args::{am_command_args, AmArgs};
+use super::launch_command::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use super::resources::{am_container, executor_memory};
-use crate::cli::roles::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use crate::conf::{self, SparkConf};
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Kept, Me};

@@ -39,7 +39,7 @@ use super::client::{
 use super::spark_submit_arguments::{SparkSubmitAction, SparkSubmitArguments};
 use super::yarn_client_backend::ClientModeLauncher;
 use crate::conf::SparkConf;
-use crate::context::{AppEnv, AppError, DriverMode};
+use crate::context::{AppEnv, AppError, Applications, DriverMode};
 use crate::logs::output::OutputSink;
 use crate::rpc::EndpointRef;
 use crate::runtime::supervisor::{StartChild, SupervisorError, WhichChildren};
@@ -70,6 +70,8 @@ pub struct SubmitPlan {
     pub local_rm: Option<EndpointRef<ResourceManager>>,
     /// Where the exit status goes.
     pub done: Arc<Mutex<Option<oneshot::Sender<i32>>>>,
+    /// The applications this process can run (client mode runs the user's class here).
+    pub applications: Applications,
 }
 
 /// What SparkSubmit keeps across its restarts (held by its child spec).
@@ -363,7 +365,7 @@ impl SparkSubmit {
 
     /// Client mode's runMain: the user's class on a thread of this process.
     fn run_main(&mut self, ctx: &mut Context<Self>, class: String) {
-        let Some(main) = crate::apps::lookup(&class) else {
+        let Some(main) = self.plan.applications.load(&class) else {
             tracing::error!("Failed to load class {class}.");
             eprintln!("Error: Failed to load class {class}.");
             self.done(ctx, CLASS_NOT_FOUND_EXIT_STATUS);
@@ -397,7 +399,7 @@ impl SparkSubmit {
             },
             output: OutputSink::stdout(),
             cancel,
-            host: crate::cli::local_hostname(),
+            host: crate::runtime::host::local_hostname(),
             app_id: String::new(),
             attempt: 1,
         };

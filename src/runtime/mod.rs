@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod endpoint;
 pub mod exit;
 pub mod fault;
+pub mod host;
 pub mod panic;
 pub mod path;
 pub mod registry;

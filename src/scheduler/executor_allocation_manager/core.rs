@@ -73,7 +73,7 @@ impl AllocationConfig {
             max_executors: conf
                 .get(&conf::DYN_ALLOCATION_MAX_EXECUTORS)
                 .unwrap_or(i32::MAX as u32),
-            initial_executors: crate::context::initial_target_executors(conf),
+            initial_executors: crate::scheduler::backend_utils::initial_target_executors(conf),
             executor_allocation_ratio: conf
                 .get(&conf::DYN_ALLOCATION_EXECUTOR_ALLOCATION_RATIO)
                 .unwrap_or(1.0),
