@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use crate::conf::{self, SparkConf};
 use crate::runtime::supervisor::TerminateChild;
-use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, Supervisor, SupervisorSpec};
+use crate::runtime::{ActorPath, ChildSpec, Cluster, Inbox, Kept, Strategy, Supervisor, SupervisorSpec};
 use crate::scheduler::barrier_coordinator::{
     BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
 };
@@ -35,8 +35,8 @@ use crate::scheduler::dag::{DagConfig, DagScheduler};
 use crate::scheduler::dag_scheduler::{DAGScheduler, DagEventQueue, DagQueueRef, DagState};
 use crate::scheduler::driver_endpoint::{DriverEndpoint, DriverLinks, DriverState};
 use crate::scheduler::executor_allocation_manager::{
-    AllocationConfig, ExecutorAllocationCore, ExecutorAllocationListener, ExecutorAllocationManager,
-    EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
+    AllocationConfig, AllocationMessage, ExecutorAllocationCore, ExecutorAllocationListener,
+    ExecutorAllocationManager, EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
 };
 use crate::scheduler::heartbeat_receiver::{
     HeartbeatConfig, HeartbeatListener, HeartbeatReceiver, HeartbeatState, HEARTBEAT_RECEIVER_SEGMENT,
@@ -199,7 +199,7 @@ pub fn driver_spec(
     let heartbeat_config = HeartbeatConfig::from_conf(conf);
     let mut listeners: Vec<Box<dyn SparkListener>> = vec![
         Box::new(HeartbeatListener::new(
-            heartbeats.clone(),
+            cluster.endpoint(&paths.heartbeat_receiver),
             cluster.clock().clone(),
         )),
         Box::new(BarrierCoordinatorListener::new(
@@ -210,14 +210,14 @@ pub fn driver_spec(
     let barrier_timeout = conf
         .get(&conf::BARRIER_SYNC_TIMEOUT)
         .unwrap_or(Duration::from_secs(365 * 24 * 3600));
-    let allocation = conf
-        .get(&conf::DYN_ALLOCATION_ENABLED)
-        .unwrap_or(false)
-        .then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
+    let dynamic_allocation = conf.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
+    let allocation_core =
+        dynamic_allocation.then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
+    let allocation = dynamic_allocation.then(Inbox::<AllocationMessage>::new);
     let driver_state = Kept::new(DriverState::default());
-    if let Some(core) = &allocation {
+    if let Some(inbox) = &allocation {
         listeners.push(Box::new(ExecutorAllocationListener::new(
-            core.clone(),
+            inbox.clone(),
             driver_state.clone(),
             cluster.clock().clone(),
         )));
@@ -285,14 +285,15 @@ pub fn driver_spec(
         spec = spec.child(ChildSpec::worker(BARRIER_COORDINATOR_SEGMENT, move |_, me| {
             BarrierCoordinator::new(me, epochs.clone(), barrier_timeout)
         }));
-        if let Some(core) = &allocation {
-            let (core, de6) = (core.clone(), paths.driver_endpoint.clone());
+        if let (Some(core), Some(inbox)) = (&allocation_core, &allocation) {
+            let (core, inbox, de6) = (core.clone(), inbox.clone(), paths.driver_endpoint.clone());
             spec = spec.child(ChildSpec::worker(
                 EXECUTOR_ALLOCATION_MANAGER_SEGMENT,
                 move |_, me| {
                     ExecutorAllocationManager::new(
                         me,
                         core.clone(),
+                        inbox.clone(),
                         de6.clone(),
                         SCHEDULE_INTERVAL,
                         ask_timeout,

@@ -23,6 +23,7 @@ pub mod endpoint;
 pub mod exit;
 pub mod fault;
 pub mod host;
+pub mod inbox;
 pub mod panic;
 pub mod path;
 pub mod registry;
@@ -36,6 +37,7 @@ pub use clock::Clock;
 pub use cluster::Cluster;
 pub use exit::ExitReason;
 pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault, Progress, Span, Trigger};
+pub use inbox::Inbox;
 pub use path::{ActorPath, PathGlob};
 pub use supervisor::{
     Backoff, ChildKind, ChildSpec, Kept, Restart, Shutdown, Strategy, Supervision, Supervisor, SupervisorSpec,

@@ -151,6 +151,22 @@ struct PlacementHints {
     host_to_local_task_count: BTreeMap<String, u32>,
 }
 
+/// What the ExecutorAllocationManager is sent, through its durable inbox
+/// (`runtime::Inbox`): the bus's events as its listener saw them, and the scheduler
+/// backend's reset. The actor applies them to its core in the order they were posted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AllocationMessage {
+    /// A bus event, at `time`; for a TaskStart, whether the backend had the task's executor
+    /// active when the listener saw it (ExecutorAllocationClient.isExecutorActive).
+    Event {
+        event: Box<SparkListenerEvent>,
+        time: u64,
+        executor_active: bool,
+    },
+    /// YarnSchedulerBackend.reset (a new ApplicationMaster registered): [`ExecutorAllocationCore::reset`].
+    Reset,
+}
+
 /// The ExecutorAllocationManager's state; see the module docs.
 #[derive(Clone, Debug)]
 pub struct ExecutorAllocationCore {
@@ -672,6 +688,18 @@ impl ExecutorAllocationCore {
             "Reset the executor allocation: target back to the initial {} executor(s) (previously {previous}), executors forgotten",
             self.target
         );
+    }
+
+    /// Applies what the actor was sent (see [`AllocationMessage`]).
+    pub fn apply(&mut self, msg: AllocationMessage) {
+        match msg {
+            AllocationMessage::Event {
+                event,
+                time,
+                executor_active,
+            } => self.on_event(&event, time, &|_| executor_active),
+            AllocationMessage::Reset => self.reset(),
+        }
     }
 
     /// The round's requests are all answered (or abandoned): the next round may run.
