@@ -736,7 +736,7 @@ pub fn print_final_report(r: &ApplicationReport) {
 pub struct ClientFinished(pub ClientOutcome);
 
 /// Kill the application being followed (Ctrl-C on submit).
-#[derive(Debug, Message)]
+#[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct KillFollowedApplication;
 
@@ -751,8 +751,8 @@ pub struct ClientState {
     pub submitted: bool,
     /// A kill was asked for (Ctrl-C); a restarted Client carries it out.
     pub kill_requested: bool,
-    /// How the application ended, once the Client has judged it (SparkSubmit reads it when
-    /// the Client's message to it was lost to a restart).
+    /// How the application ended, once the Client has judged it (a Client started again with
+    /// it tells SparkSubmit again, for a message lost to SparkSubmit's restart).
     pub outcome: Option<ClientOutcome>,
 }
 
