@@ -546,6 +546,7 @@ fn start_client_mode(
         rm: node.rm.clone(),
         local_rm: Some(node.cluster.endpoint::<ApplicationClientProtocol>(&rm_path())),
         done: Arc::new(std::sync::Mutex::new(Some(tx))),
+        applications: sparkyard::cli::roles::applications(),
     });
     let spec = SupervisorSpec::new(Strategy::OneForOne).child(
         ChildSpec::worker("spark-submit", move |_, me| SparkSubmit::new(me, plan.clone()))

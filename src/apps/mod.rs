@@ -3,10 +3,14 @@
 //! Each is plain Rust against [`crate::context`]: an `AppEnv` and a `SparkContext`.
 //!
 //! Closures cannot travel to executors, so each application registers the operations its
-//! RDDs use by name ([`register_operations`], called by every SparkContext and executor
-//! before anything runs), as Spark ships a user's jar to its executors. A program embedding
-//! sparkyard registers its own applications with [`register_application`] and its own
-//! operations with `rdd::ops::register`.
+//! RDDs use by name ([`register_operations`]), as Spark ships a user's jar to its executors.
+//! The command line hands [`lookup`] and [`register_operations`] down to the Spark side as
+//! the process's `context::Applications` (`cli::roles::applications`): the driver registers
+//! the operations as it loads the user's class, an executor before it starts. A program
+//! embedding sparkyard registers its own applications with [`register_application`] and its
+//! own operations with `rdd::ops::register`.
+//!
+//! Layer: apps, above the Spark side (context, deploy) and under cli.
 
 pub mod barrier_sync;
 pub mod driver_test;

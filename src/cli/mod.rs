@@ -31,6 +31,9 @@ use crate::executor::args::executor_usage;
 use crate::logs::reader::{self, LogsArgs};
 use crate::logs::{Console, LogInit};
 
+/// This machine's host name (the runtime's; the command line names it for every role).
+pub use crate::runtime::host::local_hostname;
+
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_BAD_INPUT: i32 = 1;
 pub const EXIT_NOT_BUILT: i32 = 3;
@@ -443,18 +446,4 @@ pub fn process_cluster_id(command: &str) -> String {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     format!("{command}-{}-{start}", std::process::id())
-}
-
-/// This machine's host name (`HOSTNAME`, else /etc/hostname, else `localhost`).
-pub fn local_hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.trim().is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
 }

@@ -1,29 +1,27 @@
-//! Container launch commands: the argument vectors a NodeManager runs.
+//! Container launch commands: the argument vectors a NodeManager runs, parsed.
 //!
-//! A command has the shape of Spark's `java <options> <MainClass> <args>`:
-//! `sparkyard [-Dkey=value ...] <role> <role arguments>`, where the role is
-//! `application-master` (cluster mode's AM and driver), `executor-launcher` (client mode's
-//! AM) or `executor` (CoarseGrainedExecutorBackend). Options before the role are JVM-style
-//! system properties; `spark.executor.extraJavaOptions` lands there, as in Spark. Anything
-//! else there is refused, as a JVM refuses an unrecognized option, and the container exits
-//! with status 1. The NodeManager runs commands through the launcher registry its node is
+//! The Spark side writes a command ([`crate::deploy::launch_command`]: the shape of Spark's
+//! `java <options> <MainClass> <args>`, `sparkyard [-Dkey=value ...] <role> <role
+//! arguments>`); this module reads it. Options before the role are JVM-style system
+//! properties; `spark.executor.extraJavaOptions` lands there, as in Spark. Anything else
+//! there is refused, as a JVM refuses an unrecognized option, and the container exits with
+//! status 1. The NodeManager runs commands through the launcher registry its node is
 //! assembled with; [`launchers`] is this binary's entry in it, which parses a command with
-//! this module, the same parser the binary's own command line uses, and starts its role.
+//! this module, the same parser the binary's own command line uses, and starts its role
+//! with the applications this binary ships ([`applications`]).
 //!
 //! Layer: cli, the top; it ties the Spark side's roles to YARN's registry, so neither knows
 //! the other's launch mechanics.
 
+use crate::context::Applications;
 use crate::deploy::am_args::{am_usage, parse_am_args, AmArgs};
 use crate::deploy::application_master::{am_process, AmMode};
+pub use crate::deploy::launch_command::{
+    build_command, PROGRAM, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR, ROLE_EXECUTOR_LAUNCHER,
+};
 use crate::executor::args::{executor_usage, parse_executor_args, ExecutorArgs};
 use crate::executor::backend::executor_process;
 use crate::yarn::launcher::{Launch, LauncherRegistry, Process};
-
-/// The program name at the head of every launch command.
-pub const PROGRAM: &str = "sparkyard";
-pub const ROLE_APPLICATION_MASTER: &str = "application-master";
-pub const ROLE_EXECUTOR_LAUNCHER: &str = "executor-launcher";
-pub const ROLE_EXECUTOR: &str = "executor";
 
 /// What a container runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,36 +39,32 @@ pub struct LaunchCommand {
     pub role: Role,
 }
 
-/// Builds a launch command: the program, the system properties and extra JVM-style options,
-/// then the role and its arguments.
-pub fn build_command(
-    system_properties: &[(String, String)],
-    extra_options: &str,
-    role: &str,
-    args: Vec<String>,
-) -> Vec<String> {
-    let mut cmd = vec![PROGRAM.to_string()];
-    cmd.extend(system_properties.iter().map(|(k, v)| format!("-D{k}={v}")));
-    cmd.extend(extra_options.split_whitespace().map(str::to_string));
-    cmd.push(role.to_string());
-    cmd.extend(args);
-    cmd
+/// The programs a node's containers run: this binary, in the roles a launch command names
+/// (`application-master`, `executor-launcher`, `executor`), with the applications it ships
+/// ([`applications`]). `sparkyard node` and the embedded cluster of `sparkyard submit` hand
+/// it to their NodeManagers.
+pub fn launchers() -> LauncherRegistry {
+    let applications = applications();
+    LauncherRegistry::new().register(PROGRAM, move |l| launch(l, &applications))
 }
 
-/// The programs a node's containers run: this binary, in the roles a launch command names
-/// (`application-master`, `executor-launcher`, `executor`). `sparkyard node` and the
-/// embedded cluster of `sparkyard submit` hand it to their NodeManagers.
-pub fn launchers() -> LauncherRegistry {
-    LauncherRegistry::new().register(PROGRAM, launch)
+/// The applications this binary ships: the built-in ones and those a program embedding
+/// sparkyard registers ([`crate::apps`]), with their operations. Handed down to the Spark
+/// side (SparkSubmit, the ApplicationMaster, executors), which never reaches up to `apps`.
+pub fn applications() -> Applications {
+    Applications::new(crate::apps::lookup, crate::apps::register_operations)
 }
 
 /// Starts a container running this binary: parses its command and starts the role it names.
-fn launch(launch: &Launch<'_>) -> Result<Process, String> {
+fn launch(launch: &Launch<'_>, applications: &Applications) -> Result<Process, String> {
     let cmd = parse_launch_command(&launch.context.command, launch.host)?;
+    let props = &cmd.system_properties;
     match cmd.role {
-        Role::ApplicationMaster(args) => am_process(AmMode::Cluster, args, &cmd.system_properties, launch),
-        Role::ExecutorLauncher(args) => am_process(AmMode::Client, args, &cmd.system_properties, launch),
-        Role::Executor(args) => Ok(executor_process(args, &cmd.system_properties)),
+        Role::ApplicationMaster(args) => {
+            am_process(AmMode::Cluster, args, props, launch, applications.clone())
+        }
+        Role::ExecutorLauncher(args) => am_process(AmMode::Client, args, props, launch, applications.clone()),
+        Role::Executor(args) => Ok(executor_process(args, props, applications.operations())),
     }
 }
 

@@ -220,6 +220,7 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
             rm,
             local_rm,
             done: Arc::new(Mutex::new(Some(tx))),
+            applications: super::roles::applications(),
         });
         let state = Kept::<SubmitState>::default();
         let kept = state.clone();
@@ -345,7 +346,7 @@ fn assemble(parsed: &mut SparkSubmitArguments) -> Result<SparkConf, Problem> {
         tracing::warn!("{w}");
     }
     if parsed
-        .resolve_main_class(|name| crate::apps::lookup(name).is_some())
+        .resolve_main_class(|name| super::roles::applications().contains(name))
         .map_err(Problem::Args)?
     {
         tracing::info!(

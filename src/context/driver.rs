@@ -45,8 +45,8 @@ use crate::scheduler::driver_endpoint::{
     ActiveExecutors, DriverEndpoint, DriverKept, DriverLinks, DriverState, TaskSchedulerProtocol,
 };
 use crate::scheduler::executor_allocation_manager::{
-    AllocationConfig, ExecutorAllocationCore, ExecutorAllocationListener, ExecutorAllocationManager,
-    EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
+    AllocationConfig, AllocationMessage, ExecutorAllocationCore, ExecutorAllocationListener,
+    ExecutorAllocationManager, EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
 };
 use crate::scheduler::heartbeat_receiver::{
     HeartbeatConfig, HeartbeatListener, HeartbeatReceiver, HeartbeatState, HEARTBEAT_RECEIVER_SEGMENT,
@@ -228,7 +228,7 @@ pub fn driver_spec(
     let heartbeat_config = HeartbeatConfig::from_conf(conf);
     let mut listeners: Vec<Box<dyn SparkListener>> = vec![
         Box::new(HeartbeatListener::new(
-            heartbeats.clone(),
+            cluster.endpoint(&paths.heartbeat_receiver),
             cluster.clock().clone(),
         )),
         Box::new(BarrierCoordinatorListener::new(
@@ -239,13 +239,13 @@ pub fn driver_spec(
     let barrier_timeout = conf
         .get(&conf::BARRIER_SYNC_TIMEOUT)
         .unwrap_or(Duration::from_secs(365 * 24 * 3600));
-    let allocation = conf
-        .get(&conf::DYN_ALLOCATION_ENABLED)
-        .unwrap_or(false)
-        .then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
-    if let Some(core) = &allocation {
+    let dynamic_allocation = conf.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
+    let allocation_core =
+        dynamic_allocation.then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
+    let allocation = dynamic_allocation.then(DurableInbox::<AllocationMessage>::unbounded);
+    if let Some(inbox) = &allocation {
         listeners.push(Box::new(ExecutorAllocationListener::new(
-            core.clone(),
+            inbox.polled_sender(),
             active_executors.clone(),
             cluster.clock().clone(),
         )));
@@ -263,7 +263,11 @@ pub fn driver_spec(
             links.bus.clone(),
         );
         let (c, l, dk) = (conf.clone(), links.clone(), driver_kept.clone());
-        let (de2, am, alloc) = (paths.driver_endpoint.clone(), am.clone(), allocation.clone());
+        let (de2, am, alloc) = (
+            paths.driver_endpoint.clone(),
+            am.clone(),
+            allocation.as_ref().map(DurableInbox::polled_sender),
+        );
         let de3 = paths.driver_endpoint.clone();
         let de4 = paths.driver_endpoint.clone();
         let (hb, hbc, de5) = (
@@ -300,14 +304,15 @@ pub fn driver_spec(
         spec = spec.child(ChildSpec::worker(BARRIER_COORDINATOR_SEGMENT, move |_, me| {
             BarrierCoordinator::new(me, epochs.clone(), barrier_timeout)
         }));
-        if let Some(core) = &allocation {
-            let (core, de6) = (core.clone(), paths.driver_endpoint.clone());
+        if let (Some(core), Some(inbox)) = (&allocation_core, &allocation) {
+            let (core, inbox, de6) = (core.clone(), inbox.clone(), paths.driver_endpoint.clone());
             spec = spec.child(ChildSpec::worker(
                 EXECUTOR_ALLOCATION_MANAGER_SEGMENT,
                 move |_, me| {
                     ExecutorAllocationManager::new(
                         me,
                         core.clone(),
+                        inbox.clone(),
                         de6.clone(),
                         SCHEDULE_INTERVAL,
                         ask_timeout,

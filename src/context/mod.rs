@@ -12,6 +12,7 @@
 //! (`spark.scheduler.minRegisteredResourcesRatio`, 0.8 on YARN) or
 //! `spark.scheduler.maxRegisteredResourcesWaitingTime` has passed.
 
+mod applications;
 mod driver;
 mod jobs;
 
@@ -20,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+pub use applications::Applications;
 pub use driver::{driver_spec, stop_driver, task_scheduler_config, DriverPaths, DRIVER_SEGMENT};
 pub use jobs::DriverJobRunner;
 
@@ -32,6 +34,7 @@ use crate::runtime::blocking::block_on;
 use crate::runtime::supervisor::StartChild;
 use crate::runtime::SupervisorProtocol;
 use crate::runtime::{ActorPath, CancelToken, Cancelled, Cluster};
+pub use crate::scheduler::backend_utils::{initial_target_executors, DEFAULT_NUMBER_EXECUTORS};
 use crate::scheduler::event_logging_listener::EventLoggingListener;
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::ListenerBusProtocol;
@@ -72,21 +75,34 @@ impl From<Cancelled> for AppError {
     }
 }
 
-/// An application's entry point (registered by class name in `apps`).
+/// An application's entry point (found by class name in the process's [`Applications`]).
 pub type AppMain = fn(&AppEnv) -> Result<(), AppError>;
 
 /// Where the driver runs and how it reaches its ApplicationMaster.
 #[derive(Clone, Debug)]
 pub enum DriverMode {
-    /// Inside the AM container: `am` is the ApplicationMaster actor, `parent` the AM's
-    /// supervisor under which the driver subtree starts.
-    Cluster { am: ActorPath, parent: ActorPath },
+    /// Inside the AM container: `am` is the ApplicationMaster's side of the start-up
+    /// handshake, `parent` the AM's supervisor under which the driver subtree starts.
+    Cluster {
+        am: Arc<dyn ClusterApplicationMaster>,
+        parent: ActorPath,
+    },
     /// In the submitting process: the driver subtree starts under `parent`, and the
     /// context's backend submits the executor launcher's application through `launcher`.
     Client {
         parent: ActorPath,
         launcher: Arc<dyn ClientLauncher>,
     },
+}
+
+/// Cluster mode's ApplicationMaster as the driver reaches it (YarnClusterScheduler's
+/// postStartHook calling ApplicationMaster.sparkContextInitialized). The AM hands it to the
+/// context it starts, so the context knows nothing of the AM. Implemented by the deploy side.
+pub trait ClusterApplicationMaster: Send + Sync + fmt::Debug {
+    /// The context is up: tell the AM (with the driver's endpoints) and block until it has
+    /// registered with the ResourceManager and resumes the driver; the error is why it did
+    /// not.
+    fn spark_context_initialized(&self, env: &AppEnv, driver: &DriverPaths) -> Result<(), String>;
 }
 
 /// Client mode's YarnClientSchedulerBackend: start submits the application whose AM is the
@@ -228,7 +244,6 @@ impl SparkContext {
         let parent = match &env.mode {
             DriverMode::Cluster { parent, .. } | DriverMode::Client { parent, .. } => parent.clone(),
         };
-        crate::apps::register_operations();
         let paths = DriverPaths::under(&parent);
         let (spec, bus) = driver_spec(&conf, &paths, &env.cluster);
         let start_time = env.cluster.clock().epoch_millis();
@@ -253,7 +268,7 @@ impl SparkContext {
             DriverMode::Cluster { am, .. } => {
                 // The listeners hear everything from ApplicationStart on, executors included.
                 start_listeners(env, &paths, &bus, &env.app_id, start_time).and_then(|()| {
-                    crate::deploy::application_master::spark_context_initialized(env, am, &paths)
+                    am.spark_context_initialized(env, &paths)
                         .map_err(AppError::Exception)
                         .map(|()| env.app_id.clone())
                 })
@@ -579,34 +594,3 @@ fn spark_user() -> String {
         .or_else(|_| std::env::var("USER"))
         .unwrap_or_else(|_| "sparkyard".into())
 }
-
-/// SchedulerBackendUtils.getInitialTargetExecutorNumber. With dynamic allocation it is
-/// Utils.getDynamicAllocationInitialExecutors, which warns (as Spark does, each time it is
-/// asked) about an initial number or instance count below the minimum, both ignored; the
-/// configuration's validation has already refused a number above the maximum.
-pub fn initial_target_executors(conf: &SparkConf) -> u32 {
-    let instances = conf.get(&conf::EXECUTOR_INSTANCES).ok().flatten();
-    if conf.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false) {
-        let min = conf.get(&conf::DYN_ALLOCATION_MIN_EXECUTORS).unwrap_or(0);
-        let initial = conf.get(&conf::DYN_ALLOCATION_INITIAL_EXECUTORS).unwrap_or(min);
-        let (min_key, initial_key, instances_key) = (
-            conf::DYN_ALLOCATION_MIN_EXECUTORS.name(),
-            conf::DYN_ALLOCATION_INITIAL_EXECUTORS.name(),
-            conf::EXECUTOR_INSTANCES.name(),
-        );
-        if initial < min {
-            tracing::warn!("{initial_key} less than {min_key} is invalid, ignoring its setting, please update your configs.");
-        }
-        if instances.unwrap_or(0) < min {
-            tracing::warn!("{instances_key} less than {min_key} is invalid, ignoring its setting, please update your configs.");
-        }
-        let n = min.max(initial).max(instances.unwrap_or(0));
-        tracing::info!("Using initial executors = {n}, max of {initial_key}, {min_key} and {instances_key}");
-        n
-    } else {
-        instances.unwrap_or(DEFAULT_NUMBER_EXECUTORS)
-    }
-}
-
-/// SchedulerBackendUtils.DEFAULT_NUMBER_EXECUTORS.
-pub const DEFAULT_NUMBER_EXECUTORS: u32 = 2;

@@ -40,7 +40,9 @@ use super::executor_runnable::ContainerLauncher;
 use super::reporter::Reporter;
 use super::yarn_allocator::{AllocateResources, AllocatorConfig, AllocatorKept, YarnAllocator};
 use crate::conf::{self, SparkConf};
-use crate::context::{stop_driver, AppEnv, AppError, DriverMode, DriverPaths};
+use crate::context::{
+    stop_driver, AppEnv, AppError, Applications, ClusterApplicationMaster, DriverMode, DriverPaths,
+};
 use crate::deploy::yarn_allocator::AllocatorProtocol;
 use crate::executor::backend::DRIVER_RESTART_WAIT;
 use crate::logs::output::OutputSink;
@@ -88,6 +90,8 @@ pub struct AmContext {
     pub conf: Arc<SparkConf>,
     pub output: OutputSink,
     pub rm: ActorPath,
+    /// The applications the container's process ships (cluster mode runs the user's class).
+    pub applications: Applications,
 }
 
 /// The user's SparkContext is up: register, allocate, then answer on `resume`.
@@ -112,6 +116,17 @@ pub struct Finish {
     pub status: FinalApplicationStatus,
     pub code: i32,
     pub message: String,
+}
+
+/// The ApplicationMaster at a path, as the driver it starts sees it (the hook the context
+/// calls where Spark's YarnClusterScheduler.postStartHook calls sparkContextInitialized).
+#[derive(Debug)]
+struct AmHandle(ActorPath);
+
+impl ClusterApplicationMaster for AmHandle {
+    fn spark_context_initialized(&self, env: &AppEnv, driver: &DriverPaths) -> Result<(), String> {
+        spark_context_initialized(env, &self.0, driver)
+    }
 }
 
 /// Called on the Driver thread by SparkContext's constructor (cluster mode): tells the AM
@@ -236,7 +251,7 @@ impl ApplicationMaster {
 
     fn start_user_class(&mut self, ctx: &mut Context<Self>) {
         let class = self.ctx.args.user_class.clone().unwrap_or_default();
-        let Some(main) = crate::apps::lookup(&class) else {
+        let Some(main) = self.ctx.applications.load(&class) else {
             self.finish(
                 ctx,
                 FinalApplicationStatus::Failed,
@@ -251,7 +266,7 @@ impl ApplicationMaster {
             conf: self.ctx.conf.clone(),
             cluster: self.me.cluster().clone(),
             mode: DriverMode::Cluster {
-                am: self.me.path().clone(),
+                am: Arc::new(AmHandle(self.me.path().clone())),
                 parent: self.am_sup.clone(),
             },
             output: self.ctx.output.clone(),
@@ -814,6 +829,7 @@ pub fn am_process(
     args: AmArgs,
     system_properties: &[(String, String)],
     launch: &Launch<'_>,
+    applications: Applications,
 ) -> Result<Process, String> {
     let mut conf = SparkConf::new();
     if let Some(file) = &args.properties_file {
@@ -837,6 +853,7 @@ pub fn am_process(
         conf: Arc::new(conf),
         output: launch.output.clone(),
         rm: launch.rm.clone(),
+        applications,
     })))
 }
 

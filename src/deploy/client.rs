@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
 use super::am_args::{am_command_args, AmArgs};
+use super::launch_command::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use super::resources::{am_container, executor_memory};
-use crate::cli::roles::{build_command, ROLE_APPLICATION_MASTER, ROLE_EXECUTOR_LAUNCHER};
 use crate::conf::{self, SparkConf};
 use crate::deploy::spark_submit::SubmitProtocol;
 use crate::rpc::EndpointRef;
@@ -736,7 +736,7 @@ pub fn print_final_report(r: &ApplicationReport) {
 pub struct ClientFinished(pub ClientOutcome);
 
 /// Kill the application being followed (Ctrl-C on submit).
-#[derive(Debug, Message)]
+#[derive(Clone, Debug, Message)]
 #[rtype(result = "()")]
 pub struct KillFollowedApplication;
 
@@ -751,8 +751,8 @@ pub struct ClientState {
     pub submitted: bool,
     /// A kill was asked for (Ctrl-C); a restarted Client carries it out.
     pub kill_requested: bool,
-    /// How the application ended, once the Client has judged it (SparkSubmit reads it when
-    /// the Client's message to it was lost to a restart).
+    /// How the application ended, once the Client has judged it (a Client started again with
+    /// it tells SparkSubmit again, for a message lost to SparkSubmit's restart).
     pub outcome: Option<ClientOutcome>,
 }
 

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 
+use super::launch_command::{build_command, ROLE_EXECUTOR};
 use super::yarn_allocator::{LaunchResult, RedriveLaunches};
-use crate::cli::roles::{build_command, ROLE_EXECUTOR};
 use crate::conf::{Redactor, SparkConf};
 use crate::deploy::yarn_allocator::AllocatorProtocol;
 use crate::executor::args::{executor_command, ExecutorArgs};

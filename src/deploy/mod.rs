@@ -9,6 +9,7 @@ pub mod am_endpoint;
 pub mod application_master;
 pub mod client;
 pub mod executor_runnable;
+pub mod launch_command;
 pub mod reporter;
 pub mod resources;
 pub mod spark_submit;

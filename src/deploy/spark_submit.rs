@@ -39,7 +39,7 @@ use super::client::{
 use super::spark_submit_arguments::{SparkSubmitAction, SparkSubmitArguments};
 use super::yarn_client_backend::ClientModeLauncher;
 use crate::conf::SparkConf;
-use crate::context::{AppEnv, AppError, DriverMode};
+use crate::context::{AppEnv, AppError, Applications, DriverMode};
 use crate::deploy::client::ClientControlProtocol;
 use crate::logs::output::OutputSink;
 use crate::rpc::EndpointRef;
@@ -70,6 +70,8 @@ pub struct SubmitPlan {
     pub local_rm: Option<EndpointRef<ApplicationClientProtocol>>,
     /// Where the exit status goes.
     pub done: Arc<Mutex<Option<oneshot::Sender<i32>>>>,
+    /// The applications this process can run (client mode runs the user's class here).
+    pub applications: Applications,
 }
 
 /// What SparkSubmit keeps across its restarts (held by its child spec).
@@ -77,7 +79,9 @@ pub struct SubmitPlan {
 pub struct SubmitState {
     /// The action has begun: a new incarnation reconciles instead of beginning it again.
     pub begun: bool,
-    /// Cluster mode: the Client's kept state, from the moment SparkSubmit asks for it.
+    /// Cluster mode: the Client's kept state, from the moment SparkSubmit asks for it. The
+    /// Client alone reads and writes it; SparkSubmit only holds it to hand to a Client it
+    /// starts again (its own restarts may have lost the Client's report).
     pub client: Option<Kept<ClientState>>,
     /// Client mode: the YARN side of the driver.
     pub launcher: Option<Arc<ClientModeLauncher>>,
@@ -293,6 +297,29 @@ impl SparkSubmit {
         );
     }
 
+    /// Ctrl-C in cluster mode: tells the Client to kill the application it follows, asking
+    /// again while the Client restarts (it keeps the request across its own restarts).
+    fn kill_followed_application(&mut self, ctx: &mut Context<Self>) {
+        let client = self.me.endpoint::<ClientControlProtocol>(&self.client_path());
+        let tries = (CLIENT_RECHECK_LIMIT.as_millis() / CLIENT_RECHECK.as_millis()) as u32;
+        ctx.spawn(
+            async move {
+                if let Err(e) = client
+                    .ask_while_restarting(
+                        KillFollowedApplication,
+                        CLIENT_RECHECK_LIMIT,
+                        tries,
+                        CLIENT_RECHECK,
+                    )
+                    .await
+                {
+                    tracing::warn!("Cannot tell the YARN Client to kill the application: {e}");
+                }
+            }
+            .into_actor(self),
+        );
+    }
+
     /// A restarted SparkSubmit (or one whose Client ended): finds where the Client is.
     fn reconcile(&mut self, ctx: &mut Context<Self>) {
         if self.finished {
@@ -301,11 +328,6 @@ impl SparkSubmit {
         let Some(client) = self.state.lock().client.clone() else {
             return;
         };
-        let outcome = client.lock().outcome.clone();
-        if let Some(outcome) = outcome {
-            self.client_finished(ctx, outcome);
-            return;
-        }
         let path = self.client_path();
         if self.me.cluster().registry().contains(&path) {
             self.rechecks = 0;
@@ -321,19 +343,29 @@ impl SparkSubmit {
                     let known = res.map(|children| children.iter().any(|c| c.id == "client"));
                     match known {
                         Ok(false) => {
-                            tracing::warn!("The YARN Client is gone without an outcome; starting it again with its kept state");
+                            // A Client that has judged the application tells its outcome
+                            // again as it starts (its message may have been lost to our restart).
+                            tracing::warn!(
+                                "The YARN Client is not running; starting it again with its kept state"
+                            );
                             act.start_client(ctx, client);
                         }
                         _ if CLIENT_RECHECK * act.rechecks >= CLIENT_RECHECK_LIMIT => {
-                            tracing::error!("The YARN Client did not come back within {}", humantime::format_duration(CLIENT_RECHECK_LIMIT));
+                            tracing::error!(
+                                "The YARN Client did not come back within {}",
+                                humantime::format_duration(CLIENT_RECHECK_LIMIT)
+                            );
                             eprintln!("Error: the YARN Client did not come back after a restart");
                             act.done(ctx, 1);
                         }
                         _ => {
                             act.rechecks += 1;
-                            run_later(ctx, act.me.clock(), CLIENT_RECHECK, |act: &mut SparkSubmit, ctx| {
-                                act.reconcile(ctx)
-                            });
+                            run_later(
+                                ctx,
+                                act.me.clock(),
+                                CLIENT_RECHECK,
+                                |act: &mut SparkSubmit, ctx| act.reconcile(ctx),
+                            );
                         }
                     }
                 }),
@@ -363,7 +395,7 @@ impl SparkSubmit {
 
     /// Client mode's runMain: the user's class on a thread of this process.
     fn run_main(&mut self, ctx: &mut Context<Self>, class: String) {
-        let Some(main) = crate::apps::lookup(&class) else {
+        let Some(main) = self.plan.applications.load(&class) else {
             tracing::error!("Failed to load class {class}.");
             eprintln!("Error: Failed to load class {class}.");
             self.done(ctx, CLASS_NOT_FOUND_EXIT_STATUS);
@@ -397,7 +429,7 @@ impl SparkSubmit {
             },
             output: OutputSink::stdout(),
             cancel,
-            host: crate::cli::local_hostname(),
+            host: crate::runtime::host::local_hostname(),
             app_id: String::new(),
             attempt: 1,
         };
@@ -498,6 +530,10 @@ impl SparkSubmit {
             tracing::info!(
                 "SparkSubmit restarted; reconciling with the YARN Client it started (no second Client)"
             );
+            if self.state.lock().interrupted {
+                // The kill asked by the previous incarnation may have died with it.
+                self.kill_followed_application(ctx);
+            }
             self.reconcile(ctx);
         } else if let Some(outcome) = main_outcome {
             self.main_finished(ctx, outcome);
@@ -580,8 +616,8 @@ impl Handler<ClientFinished> for SparkSubmit {
 impl Handler<Terminated> for SparkSubmit {
     type Result = ();
 
-    /// The Client ended: with an outcome (read from its kept state, in case its message was
-    /// lost), or abnormally, when its supervisor restarts it or gives up.
+    /// The Client ended: with an outcome (already told, or told again by the Client started
+    /// anew with its kept state), or abnormally, when its supervisor restarts it or gives up.
     fn handle(&mut self, msg: Terminated, ctx: &mut Context<Self>) {
         if msg.path == self.client_path() {
             self.reconcile(ctx);
@@ -600,7 +636,7 @@ impl Handler<UserMainFinished> for SparkSubmit {
 impl Handler<Interrupt> for SparkSubmit {
     type Result = ();
 
-    fn handle(&mut self, _: Interrupt, _: &mut Context<Self>) {
+    fn handle(&mut self, _: Interrupt, ctx: &mut Context<Self>) {
         let (client, launcher, cancel) = {
             let mut st = self.state.lock();
             if st.interrupted {
@@ -610,13 +646,8 @@ impl Handler<Interrupt> for SparkSubmit {
             (st.client.clone(), st.launcher.clone(), st.main_cancel.clone())
         };
         tracing::warn!("Interrupted: killing the application");
-        if let Some(client) = client {
-            // Kept too, so a Client that is restarting carries the kill out.
-            client.lock().kill_requested = true;
-            let _ = self
-                .me
-                .endpoint::<ClientControlProtocol>(&self.client_path())
-                .tell(KillFollowedApplication);
+        if client.is_some() {
+            self.kill_followed_application(ctx);
         }
         if let Some(launcher) = launcher {
             launcher.kill(self.me.cluster());

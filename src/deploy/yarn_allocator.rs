@@ -91,7 +91,7 @@ impl AllocatorConfig {
         let cores = conf.get(&conf::EXECUTOR_CORES).unwrap_or(1);
         let dynamic = conf.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
         let settings = AllocatorSettings {
-            initial_target: crate::context::initial_target_executors(conf),
+            initial_target: crate::scheduler::backend_utils::initial_target_executors(conf),
             executor_resource: Resource::new(mem.total_mb(), cores),
             executor_memory_mb: mem.memory_mb,
             executor_memory_overhead_mb: mem.overhead_mb,

@@ -35,6 +35,7 @@ use super::task_pool::TaskPool;
 use super::task_runner::{self, ExecutorHandle, RecentStatuses, StageCache};
 use crate::conf::{self, SparkConf};
 use crate::logs::LogIds;
+use crate::rdd::ops::RegisterOperations;
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::fault::SplitMix64;
 use crate::runtime::timers::run_at_fixed_rate;
@@ -178,8 +179,13 @@ pub struct CoarseGrainedExecutorBackend {
 /// The executor container's process, as the binary's launcher starts it for the `executor`
 /// role: the backend at `executor-<id>`, its asks bounded by the command's
 /// `spark.rpc.askTimeout` (120 s when the command sets none), its records carrying the
-/// executor id.
-pub fn executor_process(args: ExecutorArgs, system_properties: &[(String, String)]) -> Process {
+/// executor id. `operations` registers the RDD operations of the applications the process
+/// ships (the user's jar on the executor's classpath) before each incarnation starts.
+pub fn executor_process(
+    args: ExecutorArgs,
+    system_properties: &[(String, String)],
+    operations: RegisterOperations,
+) -> Process {
     let mut conf = SparkConf::new();
     for (k, v) in system_properties {
         conf.set(k.as_str(), v.as_str());
@@ -190,6 +196,7 @@ pub fn executor_process(args: ExecutorArgs, system_properties: &[(String, String
     let ids = LogIds::default().executor(&args.executor_id);
     let segment = format!("executor-{}", args.executor_id);
     let spec = ChildSpec::worker(&segment, move |_, me| {
+        operations();
         CoarseGrainedExecutorBackend::new(me, args.clone(), ask)
     })
     .restart(Restart::Temporary)
@@ -199,7 +206,6 @@ pub fn executor_process(args: ExecutorArgs, system_properties: &[(String, String
 
 impl CoarseGrainedExecutorBackend {
     pub fn new(me: Me, args: ExecutorArgs, ask_timeout: Duration) -> Self {
-        crate::apps::register_operations();
         let driver_path = ActorPath::parse(&args.driver_url).ok();
         CoarseGrainedExecutorBackend {
             me,

@@ -207,6 +207,11 @@ fn registry() -> &'static RwLock<HashMap<String, Op>> {
     REGISTRY.get_or_init(|| RwLock::new(builtins()))
 }
 
+/// Registers a set of operations by name, as an application's code does when it is loaded
+/// (Spark ships a user's jar to the driver and every executor); idempotent, a process may
+/// call it many times. Whoever assembles a process hands it down to the Spark side.
+pub type RegisterOperations = fn();
+
 /// Registers `op` under `name`, replacing what was registered under it.
 pub fn register(name: impl Into<String>, op: Op) {
     registry()

@@ -140,6 +140,22 @@ impl<T> DurableInbox<T> {
         }
     }
 
+    /// A sender for an owner that takes its items on its own schedule (a timer's round)
+    /// instead of being woken: its posts send no wake.
+    pub fn polled_sender(&self) -> InboxSender<T> {
+        InboxSender {
+            shared: self.shared.clone(),
+            wake: Arc::new(|| true),
+        }
+    }
+
+    /// Everything waiting, oldest first (an owner that polls takes it all at once).
+    pub fn take_all(&self) -> VecDeque<T> {
+        let mut q = self.shared.lock();
+        q.wake_sent = false;
+        std::mem::take(&mut q.items)
+    }
+
     /// For a new incarnation's `started()`: the wake sent to the previous one died with its
     /// mailbox, so the caller must wake itself now (`ctx.notify(WakeInbox::new())`); until
     /// that wake is handled posts send none. Answers how many items wait.

@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod endpoint;
 pub mod exit;
 pub mod fault;
+pub mod host;
 pub mod inbox;
 pub mod panic;
 pub mod path;

@@ -3,8 +3,10 @@
 //!
 //! Executors send `Heartbeat` every `spark.executor.heartbeatInterval` (10 s); each one
 //! from a known executor records when it was last seen. The receiver learns executors from
-//! the listener bus (its [`HeartbeatListener`]: ExecutorAdded starts the clock,
-//! ExecutorRemoved forgets), as Spark's does. Every `spark.network.timeoutInterval` (60 s),
+//! the listener bus: its [`HeartbeatListener`] sends it [`ExecutorRegistered`] on
+//! ExecutorAdded (the clock starts at the event) and [`ExecutorRemoved`] on ExecutorRemoved
+//! (it forgets), as Spark's HeartbeatReceiver, itself the listener, posts both to its own
+//! endpoint. The last-seen times belong to the receiver alone; the listener only sends. Every `spark.network.timeoutInterval` (60 s),
 //! the first after the executor time-out, `expireDeadHosts` looks for executors silent for
 //! strictly longer than the executor time-out (`spark.storage.blockManagerHeartbeatTimeoutMs`
 //! if set, else `spark.network.timeout`, 120 s). Each is logged as an `executor_expired`
@@ -16,8 +18,13 @@
 //!
 //! The last-seen times are kept by the driver's supervisor, so a restarted receiver goes on
 //! from them; an expiry that was in flight when it died is made again by the next check.
+//! What the listener sent while no incarnation was there to receive it is lost, so a
+//! restarted receiver reconciles with the DriverEndpoint (GetExecutors): an executor the
+//! driver has and it does not know starts its clock then; one it knows and the driver no
+//! longer has (removed, or its loss being decided) is forgotten; an executor a message
+//! registered or removed while the question was out is left as the message put it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, Handler, Message, MessageResponse, WrapFuture};
@@ -26,8 +33,10 @@ use serde::{Deserialize, Serialize};
 use super::events::SparkListenerEvent;
 use super::listener_bus::SparkListener;
 use super::loss_reason::ExecutorLossReason;
-use super::messages::{ClientKillExecutors, RemoveExecutor};
+use super::messages::{ClientKillExecutors, GetExecutors, RemoveExecutor};
 use crate::conf::{self, SparkConf};
+use crate::rpc::EndpointRef;
+use crate::runtime::protocol::Carries;
 use crate::runtime::timers::run_at_fixed_rate;
 use crate::runtime::{ActorPath, Clock, Kept, Me};
 use crate::scheduler::messages::DriverProtocol;
@@ -52,6 +61,35 @@ pub struct Heartbeat {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, MessageResponse)]
 pub struct HeartbeatResponse {
     pub reregister_block_manager: bool,
+}
+
+/// An executor was added (listener → receiver, Spark's `ExecutorRegistered`): its clock
+/// starts at `time`, the event's.
+#[derive(Clone, Debug, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct ExecutorRegistered {
+    pub executor_id: String,
+    pub time: u64,
+}
+
+/// An executor was removed (listener → receiver, Spark's `ExecutorRemoved`): forgotten.
+#[derive(Clone, Debug, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct ExecutorRemoved {
+    pub executor_id: String,
+}
+
+/// The application ended (listener → receiver): a heartbeat from an unknown executor no
+/// longer asks it to register again (Spark's `!sc.isStopped`).
+#[derive(Clone, Debug, PartialEq, Eq, Message)]
+#[rtype(result = "()")]
+pub struct ApplicationEnded;
+
+/// The DriverEndpoint's executors, as a restarted receiver asked for them.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+struct Reconcile {
+    executors: Vec<String>,
 }
 
 /// The receiver's times (milliseconds).
@@ -158,6 +196,26 @@ impl HeartbeatState {
         self.executors.remove(executor_id);
     }
 
+    /// A restarted receiver learns the driver's executors (`driver`): those it does not know
+    /// start their clock at `now`; those it knows and the driver does not have are forgotten.
+    /// The executors in `touched` (registered or removed by a message since the question was
+    /// asked) are left as those messages put them, for they may be newer than the answer.
+    /// Answers how many were added and forgotten.
+    pub fn reconcile(&mut self, driver: &[String], touched: &BTreeSet<String>, now: u64) -> (usize, usize) {
+        let before = self.executors.len();
+        self.executors
+            .retain(|id, _| touched.contains(id) || driver.iter().any(|d| d == id));
+        let forgotten = before - self.executors.len();
+        let mut added = 0;
+        for id in driver {
+            if !touched.contains(id) && !self.executors.contains_key(id) {
+                self.executor_registered(id, now);
+                added += 1;
+            }
+        }
+        (added, forgotten)
+    }
+
     /// A new incarnation: expiries that were in flight are made again.
     fn restarted(&mut self) {
         for s in self.executors.values_mut() {
@@ -173,6 +231,9 @@ pub struct HeartbeatReceiver {
     driver_endpoint: ActorPath,
     config: HeartbeatConfig,
     ask_timeout: Duration,
+    /// A restarted incarnation's reconciliation is under way: the executors a message
+    /// registered or removed since it began (left as the messages put them).
+    reconciling: Option<BTreeSet<String>>,
 }
 
 impl HeartbeatReceiver {
@@ -189,7 +250,29 @@ impl HeartbeatReceiver {
             driver_endpoint,
             config,
             ask_timeout,
+            reconciling: None,
         }
+    }
+
+    /// A restarted receiver asks the DriverEndpoint for its executors (what the listener
+    /// sent while no incarnation was there is lost).
+    fn reconcile(&mut self, ctx: &mut Context<Self>) {
+        self.reconciling = Some(BTreeSet::new());
+        let driver = self.me.endpoint::<DriverProtocol>(&self.driver_endpoint);
+        let me: EndpointRef<ReconcileProtocol> = self.me.endpoint(self.me.path());
+        let ask_timeout = self.ask_timeout;
+        let job = async move {
+            match driver.ask(GetExecutors, ask_timeout).await {
+                Ok(executors) => {
+                    let executors = executors.into_iter().map(|e| e.executor_id).collect();
+                    let _ = me.tell(Reconcile { executors });
+                }
+                Err(e) => tracing::warn!(
+                    "Cannot ask the driver for its executors ({e}); going on with the last-seen times kept"
+                ),
+            }
+        };
+        ctx.spawn(job.into_actor(self));
     }
 
     fn expire_dead_hosts(&mut self, ctx: &mut Context<Self>) {
@@ -250,6 +333,9 @@ impl Actor for HeartbeatReceiver {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.state.lock().restarted();
+        if self.me.incarnation() > 1 {
+            self.reconcile(ctx);
+        }
         let (timeout, interval) = (self.config.executor_timeout_ms, self.config.check_interval_ms);
         tracing::info!(
             timeout_ms = timeout,
@@ -297,15 +383,74 @@ impl Handler<Heartbeat> for HeartbeatReceiver {
     }
 }
 
-/// The receiver's listener on the bus: executors added and removed, the application's end.
+impl Handler<ExecutorRegistered> for HeartbeatReceiver {
+    type Result = ();
+
+    fn handle(&mut self, msg: ExecutorRegistered, _: &mut Context<Self>) {
+        if let Some(touched) = &mut self.reconciling {
+            touched.insert(msg.executor_id.clone());
+        }
+        self.state.lock().executor_registered(&msg.executor_id, msg.time);
+    }
+}
+
+impl Handler<ExecutorRemoved> for HeartbeatReceiver {
+    type Result = ();
+
+    fn handle(&mut self, msg: ExecutorRemoved, _: &mut Context<Self>) {
+        if let Some(touched) = &mut self.reconciling {
+            touched.insert(msg.executor_id.clone());
+        }
+        self.state.lock().executor_removed(&msg.executor_id);
+    }
+}
+
+impl Handler<ApplicationEnded> for HeartbeatReceiver {
+    type Result = ();
+
+    fn handle(&mut self, _: ApplicationEnded, _: &mut Context<Self>) {
+        self.state.lock().stopped = true;
+    }
+}
+
+impl Handler<Reconcile> for HeartbeatReceiver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reconcile, _: &mut Context<Self>) {
+        let touched = self.reconciling.take().unwrap_or_default();
+        let now = self.me.clock().epoch_millis();
+        let (added, forgotten) = self.state.lock().reconcile(&msg.executors, &touched, now);
+        tracing::info!(
+            executors = msg.executors.len() as u64,
+            added = added as u64,
+            forgotten = forgotten as u64,
+            "Reconciled with the driver's {} executor(s): {added} added, {forgotten} forgotten",
+            msg.executors.len()
+        );
+    }
+}
+
+/// The receiver's listener on the bus: sends the receiver the executors added and removed,
+/// and the application's end; it keeps nothing of its own.
 pub struct HeartbeatListener {
-    state: Kept<HeartbeatState>,
+    receiver: EndpointRef<HeartbeatListenerProtocol>,
     clock: Clock,
 }
 
 impl HeartbeatListener {
-    pub fn new(state: Kept<HeartbeatState>, clock: Clock) -> Self {
-        HeartbeatListener { state, clock }
+    pub fn new(receiver: EndpointRef<HeartbeatListenerProtocol>, clock: Clock) -> Self {
+        HeartbeatListener { receiver, clock }
+    }
+
+    fn send<M>(&self, msg: M)
+    where
+        M: Message<Result = ()> + Send + 'static,
+        HeartbeatListenerProtocol: Carries<M>,
+    {
+        if let Err(e) = self.receiver.tell(msg) {
+            // A restarting receiver reconciles with the DriverEndpoint when it starts.
+            tracing::debug!("The HeartbeatReceiver is not there ({e}); it reconciles when it starts");
+        }
     }
 }
 
@@ -316,14 +461,14 @@ impl SparkListener for HeartbeatListener {
 
     fn on_event(&mut self, event: &SparkListenerEvent) {
         match event {
-            SparkListenerEvent::ExecutorAdded { executor_id, .. } => {
-                let now = self.clock.epoch_millis();
-                self.state.lock().executor_registered(executor_id, now);
-            }
-            SparkListenerEvent::ExecutorRemoved { executor_id, .. } => {
-                self.state.lock().executor_removed(executor_id);
-            }
-            SparkListenerEvent::ApplicationEnd { .. } => self.state.lock().stopped = true,
+            SparkListenerEvent::ExecutorAdded { executor_id, .. } => self.send(ExecutorRegistered {
+                executor_id: executor_id.clone(),
+                time: self.clock.epoch_millis(),
+            }),
+            SparkListenerEvent::ExecutorRemoved { executor_id, .. } => self.send(ExecutorRemoved {
+                executor_id: executor_id.clone(),
+            }),
+            SparkListenerEvent::ApplicationEnd { .. } => self.send(ApplicationEnded),
             _ => {}
         }
     }
@@ -339,7 +484,18 @@ crate::protocol! {
     remote pub HeartbeatProtocol { Heartbeat }
 }
 
-crate::speaks!(HeartbeatReceiver: HeartbeatProtocol);
+crate::protocol! {
+    /// What the driver's listener on the bus tells the HeartbeatReceiver (Spark's
+    /// HeartbeatReceiver is itself that listener and posts these to its own endpoint).
+    pub HeartbeatListenerProtocol { ExecutorRegistered, ExecutorRemoved, ApplicationEnded }
+}
+
+crate::protocol! {
+    /// The receiver's own answer from the DriverEndpoint, after a restart.
+    ReconcileProtocol { Reconcile }
+}
+
+crate::speaks!(HeartbeatReceiver: HeartbeatProtocol, HeartbeatListenerProtocol, ReconcileProtocol);
 
 #[cfg(test)]
 mod tests {
@@ -400,5 +556,96 @@ mod tests {
         assert_eq!(HeartbeatConfig::from_conf(&c).check_interval_ms, 5_000);
         c.set("spark.storage.blockManagerHeartbeatTimeoutMs", "45s");
         assert_eq!(HeartbeatConfig::from_conf(&c).executor_timeout_ms, 45_000);
+    }
+
+    #[test]
+    fn a_restarted_receiver_takes_the_drivers_executors_but_leaves_what_messages_changed() {
+        let mut st = HeartbeatState::default();
+        st.executor_registered("1", 0);
+        st.executor_registered("2", 0);
+        st.executor_registered("5", 40);
+        let driver: Vec<String> = ["1", "3", "4"].map(String::from).to_vec();
+        // 5 was registered and 4 removed by messages while the question was out.
+        st.executor_removed("4");
+        let touched: BTreeSet<String> = ["4", "5"].map(String::from).into();
+        assert_eq!(st.reconcile(&driver, &touched, 50), (1, 1));
+        assert_eq!(st.last_seen("1"), Some(0), "known: its time stays");
+        assert_eq!(st.last_seen("2"), None, "gone from the driver: forgotten");
+        assert_eq!(st.last_seen("3"), Some(50), "unknown: its clock starts now");
+        assert_eq!(st.last_seen("4"), None, "removed by a newer message");
+        assert_eq!(st.last_seen("5"), Some(40), "registered by a newer message");
+    }
+
+    fn executor_added(id: &str) -> SparkListenerEvent {
+        SparkListenerEvent::ExecutorAdded {
+            time: 0,
+            executor_id: id.into(),
+            host: "host1".into(),
+            total_cores: 1,
+            resource_profile_id: 0,
+        }
+    }
+
+    /// The listener keeps nothing: what the receiver knows comes from its messages.
+    #[actix_rt::test]
+    async fn the_listener_tells_the_receiver_which_keeps_the_times_alone() {
+        let cluster = crate::runtime::Cluster::builder().build().unwrap();
+        let state = Kept::new(HeartbeatState::default());
+        let kept = state.clone();
+        let config = HeartbeatConfig {
+            executor_timeout_ms: 120_000,
+            check_interval_ms: 60_000,
+        };
+        let driver = ActorPath::parse("/driver/driver-endpoint").unwrap();
+        let path = cluster
+            .start_root_worker("heartbeat-receiver", move |_, me| {
+                HeartbeatReceiver::new(me, kept, driver, config, Duration::from_secs(5))
+            })
+            .unwrap();
+        let listened: EndpointRef<HeartbeatListenerProtocol> = cluster.endpoint(&path);
+        let receiver: EndpointRef<HeartbeatProtocol> = listened.speaking();
+        let beat = |id: &str| Heartbeat {
+            executor_id: id.into(),
+            host: "host1".into(),
+            running_tasks: vec![],
+        };
+        let bound = Duration::from_secs(5);
+        let unknown = receiver
+            .ask_while_restarting(beat("1"), bound, 100, Duration::from_millis(10))
+            .await
+            .unwrap();
+        assert!(
+            unknown.reregister_block_manager,
+            "unknown before the listener says"
+        );
+        let mut listener = HeartbeatListener::new(cluster.endpoint(&path), cluster.clock().clone());
+        listener.on_event(&executor_added("1"));
+        let known = receiver.ask(beat("1"), bound).await.unwrap();
+        assert!(!known.reregister_block_manager);
+        assert!(state.lock().last_seen("1").is_some());
+        listener.on_event(&SparkListenerEvent::ExecutorRemoved {
+            time: 0,
+            executor_id: "1".into(),
+            reason: "gone".into(),
+        });
+        assert!(
+            receiver
+                .ask(beat("1"), bound)
+                .await
+                .unwrap()
+                .reregister_block_manager
+        );
+        listener.on_event(&SparkListenerEvent::ApplicationEnd {
+            time: 0,
+            exit_code: None,
+        });
+        assert!(
+            !receiver
+                .ask(beat("1"), bound)
+                .await
+                .unwrap()
+                .reregister_block_manager,
+            "the application ended: no new registration"
+        );
     }
 }

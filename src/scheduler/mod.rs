@@ -3,6 +3,7 @@
 //! DriverEndpoint and YarnSchedulerEndpoint, the revive timer, the listener bus and the
 //! event log, Spark's cluster messages, task wire types and executor loss reasons.
 
+pub mod backend_utils;
 pub mod barrier_coordinator;
 pub mod dag_scheduler;
 pub mod driver_endpoint;

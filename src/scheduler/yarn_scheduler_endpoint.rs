@@ -4,8 +4,8 @@
 //! The AM's endpoint registers here (RegisterClusterManager): a new AM, the first one
 //! included, resets the driver's side (YarnSchedulerBackend.reset: the backend forgets its
 //! requested totals and removes every executor it still knows as stale; the
-//! ExecutorAllocationManager, with dynamic allocation, goes back to its initial target and
-//! forgets its executors). The same AM's endpoint registering again after its own restart
+//! ExecutorAllocationManager, with dynamic allocation, is told through its inbox to go back
+//! to its initial target and forget its executors). The same AM's endpoint registering again after its own restart
 //! (same path) resets nothing. The driver's executor requests and kills go through here to
 //! the AM (answered `false` with Spark's warning while no AM has registered); the
 //! allocator's RemoveExecutor comes back through here to the DriverEndpoint, and so does its
@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
 
-use super::executor_allocation_manager::ExecutorAllocationCore;
+use super::executor_allocation_manager::AllocationMessage;
 use super::loss_reason::ExecutorLossReason;
 use super::messages::*;
 use crate::rpc::EndpointRef;
 use crate::runtime::protocol::Carries;
-use crate::runtime::{ActorPath, Kept, Me, Terminated};
+use crate::runtime::{ActorPath, InboxSender, Kept, Me, Terminated};
 
 /// The YarnSchedulerEndpoint actor; see the module docs.
 pub struct YarnSchedulerEndpoint {
@@ -30,8 +30,9 @@ pub struct YarnSchedulerEndpoint {
     driver: EndpointRef<DriverProtocol>,
     /// The registered AM's endpoint, kept across restarts of this endpoint.
     am: Kept<Option<ActorPath>>,
-    /// The ExecutorAllocationManager's state (dynamic allocation), reset when an AM registers.
-    allocation: Option<Kept<ExecutorAllocationCore>>,
+    /// The ExecutorAllocationManager's inbox (dynamic allocation): told to reset when an AM
+    /// registers.
+    allocation: Option<InboxSender<AllocationMessage>>,
     ask_timeout: Duration,
 }
 
@@ -40,7 +41,7 @@ impl YarnSchedulerEndpoint {
         me: Me,
         driver: ActorPath,
         am: Kept<Option<ActorPath>>,
-        allocation: Option<Kept<ExecutorAllocationCore>>,
+        allocation: Option<InboxSender<AllocationMessage>>,
         ask_timeout: Duration,
     ) -> Self {
         let driver = me.endpoint(&driver);
@@ -92,8 +93,8 @@ impl Handler<RegisterClusterManager> for YarnSchedulerEndpoint {
         if let Err(e) = self.driver.tell(ResetSchedulerBackend) {
             tracing::warn!("cannot reset the scheduler backend: {e}");
         }
-        if let Some(core) = &self.allocation {
-            core.lock().reset();
+        if let Some(inbox) = &self.allocation {
+            let _ = inbox.send(AllocationMessage::Reset);
         }
     }
 }

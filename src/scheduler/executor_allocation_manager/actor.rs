@@ -2,13 +2,18 @@
 //! listener on the bus (ExecutorAllocationListener + ExecutorMonitor).
 //!
 //! The rules live in [`super::core::ExecutorAllocationCore`], kept by the driver's
-//! supervisor (`Kept`), so the counts the listener keeps survive a restart of the actor.
-//! The listener ([`ExecutorAllocationListener`]) runs on the bus's actor and applies every
-//! stage, task, executor and speculative-task event to the core under its lock, as Spark's
-//! listener shares the manager's synchronized state. For a task start it reads whether the
-//! backend has the executor active (Spark's ExecutorAllocationClient.isExecutorActive, a
+//! supervisor (`Kept`) for this actor alone, so its counts survive a restart. What others
+//! tell it comes through its durable inbox ([`DurableInbox`] of [`AllocationMessage`], polled), kept beside
+//! the core so nothing posted while the actor restarts is lost: the listener
+//! ([`ExecutorAllocationListener`], on the bus's actor) posts every stage, task, executor
+//! and speculative-task event with its time, and the YarnSchedulerEndpoint posts the reset
+//! when a new AM registers. The actor applies what waits, in order, before each round of
+//! `schedule()` and before each step of a round that reads the core (Spark's listener
+//! updates the manager's synchronized state at once; here the updates land before the next
+//! decision that could see them). For a task start the listener reads whether the backend
+//! has the executor active (Spark's ExecutorAllocationClient.isExecutorActive, a
 //! synchronized read of CoarseGrainedSchedulerBackend) from the view of active executors
-//! the DriverEndpoint publishes, before taking the core's lock.
+//! the DriverEndpoint publishes, and posts the answer with the event.
 //!
 //! The actor is the schedule loop: on start it sends the initial request (Spark's start();
 //! before the AM has registered it is answered `false`, which is harmless), then every
@@ -28,10 +33,10 @@ use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, WrapFuture};
 
-use super::core::{ExecutorAllocationCore, Round, TargetRequest};
+use super::core::{AllocationMessage, ExecutorAllocationCore, Round, TargetRequest};
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_with_fixed_delay;
-use crate::runtime::{ActorPath, Clock, Kept, Me, View};
+use crate::runtime::{ActorPath, Clock, DurableInbox, InboxSender, Kept, Me, View};
 use crate::scheduler::driver_endpoint::ActiveExecutors;
 use crate::scheduler::events::SparkListenerEvent;
 use crate::scheduler::listener_bus::SparkListener;
@@ -50,6 +55,7 @@ pub const SCHEDULE_INTERVAL: Duration = Duration::from_millis(100);
 pub struct ExecutorAllocationManager {
     me: Me,
     core: Kept<ExecutorAllocationCore>,
+    inbox: DurableInbox<AllocationMessage>,
     driver_endpoint: ActorPath,
     interval: Duration,
     ask_timeout: Duration,
@@ -64,10 +70,23 @@ fn total_request(req: &TargetRequest) -> ClientRequestTotalExecutors {
     }
 }
 
+/// The core with everything its inbox holds applied, in order.
+fn updated<'a>(
+    core: &'a Kept<ExecutorAllocationCore>,
+    inbox: &DurableInbox<AllocationMessage>,
+) -> std::sync::MutexGuard<'a, ExecutorAllocationCore> {
+    let mut c = core.lock();
+    for msg in inbox.take_all() {
+        c.apply(msg);
+    }
+    c
+}
+
 impl ExecutorAllocationManager {
     pub fn new(
         me: Me,
         core: Kept<ExecutorAllocationCore>,
+        inbox: DurableInbox<AllocationMessage>,
         driver_endpoint: ActorPath,
         interval: Duration,
         ask_timeout: Duration,
@@ -75,6 +94,7 @@ impl ExecutorAllocationManager {
         ExecutorAllocationManager {
             me,
             core,
+            inbox,
             driver_endpoint,
             interval,
             ask_timeout,
@@ -92,14 +112,15 @@ impl ExecutorAllocationManager {
     /// totals). The core waits for the round to end before it starts another.
     fn carry_out(&self, round: Round, ctx: &mut Context<Self>) {
         let (driver, core, timeout) = (self.driver(), self.core.clone(), self.ask_timeout);
+        let inbox = self.inbox.clone();
         let job = async move {
             if let Some(req) = &round.request {
                 let acknowledged = matches!(driver.ask(total_request(req), timeout).await, Ok(true));
-                core.lock().request_answered(req, acknowledged);
+                updated(&core, &inbox).request_answered(req, acknowledged);
             }
             if !round.expired.is_empty() {
                 let (chosen, decommission) = {
-                    let mut c = core.lock();
+                    let mut c = updated(&core, &inbox);
                     (c.select_removals(&round.expired), c.config().decommission_enabled)
                 };
                 if !chosen.is_empty() {
@@ -123,7 +144,7 @@ impl ExecutorAllocationManager {
                         driver.ask(kill, timeout).await.unwrap_or_default()
                     };
                     let resync = {
-                        let mut c = core.lock();
+                        let mut c = updated(&core, &inbox);
                         c.kill_answered(&chosen, &killed);
                         c.current_request("re-sync after a kill")
                     };
@@ -136,7 +157,7 @@ impl ExecutorAllocationManager {
                     }
                 }
             }
-            core.lock().round_done();
+            updated(&core, &inbox).round_done();
         };
         ctx.spawn(job.into_actor(self));
     }
@@ -144,7 +165,7 @@ impl ExecutorAllocationManager {
     /// One round of schedule().
     fn schedule(&mut self, ctx: &mut Context<Self>) {
         let now = self.me.clock().epoch_millis();
-        let round = self.core.lock().schedule(now);
+        let round = updated(&self.core, &self.inbox).schedule(now);
         if !round.is_empty() {
             self.carry_out(round, ctx);
         }
@@ -156,7 +177,7 @@ impl Actor for ExecutorAllocationManager {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let req = {
-            let mut core = self.core.lock();
+            let mut core = updated(&self.core, &self.inbox);
             // A round in flight died with the previous incarnation.
             core.round_done();
             if self.me.incarnation() > 1 {
@@ -198,17 +219,22 @@ impl Actor for ExecutorAllocationManager {
     }
 }
 
-/// ExecutorAllocationListener and ExecutorMonitor on the bus: every event goes to the core.
+/// ExecutorAllocationListener and ExecutorMonitor on the bus: every event goes to the
+/// manager's inbox; it keeps nothing of its own.
 pub struct ExecutorAllocationListener {
-    core: Kept<ExecutorAllocationCore>,
+    inbox: InboxSender<AllocationMessage>,
     /// The DriverEndpoint's active executors (isExecutorActive), as it publishes them.
     backend: View<ActiveExecutors>,
     clock: Clock,
 }
 
 impl ExecutorAllocationListener {
-    pub fn new(core: Kept<ExecutorAllocationCore>, backend: View<ActiveExecutors>, clock: Clock) -> Self {
-        ExecutorAllocationListener { core, backend, clock }
+    pub fn new(inbox: InboxSender<AllocationMessage>, backend: View<ActiveExecutors>, clock: Clock) -> Self {
+        ExecutorAllocationListener {
+            inbox,
+            backend,
+            clock,
+        }
     }
 }
 
@@ -219,15 +245,82 @@ impl SparkListener for ExecutorAllocationListener {
 
     fn on_event(&mut self, event: &SparkListenerEvent) {
         let now = self.clock.epoch_millis();
-        // Asked before the core's lock is taken, so the two locks are never held together.
         let active = match event {
             SparkListenerEvent::TaskStart { task_info, .. } => {
                 self.backend.get().is_active(&task_info.executor_id)
             }
             _ => false,
         };
-        self.core.lock().on_event(event, now, &|_| active);
+        // Unbounded: a post is never refused.
+        let _ = self.inbox.send(AllocationMessage::Event {
+            event: Box::new(event.clone()),
+            time: now,
+            executor_active: active,
+        });
     }
 }
 
 crate::speaks!(ExecutorAllocationManager);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conf::SparkConf;
+    use crate::scheduler::events::StageInfo;
+
+    fn stage_submitted(num_tasks: u32) -> SparkListenerEvent {
+        SparkListenerEvent::StageSubmitted {
+            stage_info: StageInfo {
+                stage_id: 0,
+                attempt_id: 0,
+                name: "count at Test".into(),
+                num_tasks,
+                rdd_infos: vec![],
+                parent_ids: vec![],
+                details: String::new(),
+                submission_time: Some(0),
+                completion_time: None,
+                failure_reason: None,
+                task_locality_preferences: vec![],
+            },
+            properties: vec![],
+        }
+    }
+
+    /// The listener and the YarnSchedulerEndpoint only post; the core changes when the
+    /// manager takes what waits, in the order posted, whichever incarnation takes it.
+    #[test]
+    fn what_others_post_waits_in_the_inbox_until_the_manager_applies_it_in_order() {
+        let conf = SparkConf::new();
+        let core = Kept::new(ExecutorAllocationCore::new(
+            super::super::AllocationConfig::from_conf(&conf),
+        ));
+        let inbox = DurableInbox::unbounded();
+        let mut listener = ExecutorAllocationListener::new(
+            inbox.polled_sender(),
+            crate::runtime::Publisher::new(ActiveExecutors::default()).view(),
+            Clock::manual(),
+        );
+        listener.on_event(&stage_submitted(3));
+        assert_eq!(
+            core.lock().pending_tasks(),
+            0,
+            "the listener does not touch the core"
+        );
+        assert_eq!(inbox.len(), 1);
+        let backlogged = updated(&core, &inbox).add_time();
+        assert_eq!(core.lock().pending_tasks(), 3);
+        assert_ne!(backlogged, Some(0));
+        // The backend's reset, posted after the event, lands after it.
+        inbox.polled_sender().send(AllocationMessage::Reset).unwrap();
+        listener.on_event(&stage_submitted(5));
+        let c = updated(&core, &inbox);
+        assert!(inbox.is_empty());
+        assert_eq!(
+            c.pending_tasks(),
+            5,
+            "the stage attempt, submitted again after the reset"
+        );
+        assert_eq!(c.target(), c.config().initial_executors);
+    }
+}

@@ -73,7 +73,7 @@ impl AllocationConfig {
             max_executors: conf
                 .get(&conf::DYN_ALLOCATION_MAX_EXECUTORS)
                 .unwrap_or(i32::MAX as u32),
-            initial_executors: crate::context::initial_target_executors(conf),
+            initial_executors: crate::scheduler::backend_utils::initial_target_executors(conf),
             executor_allocation_ratio: conf
                 .get(&conf::DYN_ALLOCATION_EXECUTOR_ALLOCATION_RATIO)
                 .unwrap_or(1.0),
@@ -149,6 +149,22 @@ struct StageAttempt {
 struct PlacementHints {
     locality_aware_tasks: u32,
     host_to_local_task_count: BTreeMap<String, u32>,
+}
+
+/// What the ExecutorAllocationManager is sent, through its durable inbox
+/// (`runtime::Inbox`): the bus's events as its listener saw them, and the scheduler
+/// backend's reset. The actor applies them to its core in the order they were posted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AllocationMessage {
+    /// A bus event, at `time`; for a TaskStart, whether the backend had the task's executor
+    /// active when the listener saw it (ExecutorAllocationClient.isExecutorActive).
+    Event {
+        event: Box<SparkListenerEvent>,
+        time: u64,
+        executor_active: bool,
+    },
+    /// YarnSchedulerBackend.reset (a new ApplicationMaster registered): [`ExecutorAllocationCore::reset`].
+    Reset,
 }
 
 /// The ExecutorAllocationManager's state; see the module docs.
@@ -672,6 +688,18 @@ impl ExecutorAllocationCore {
             "Reset the executor allocation: target back to the initial {} executor(s) (previously {previous}), executors forgotten",
             self.target
         );
+    }
+
+    /// Applies what the actor was sent (see [`AllocationMessage`]).
+    pub fn apply(&mut self, msg: AllocationMessage) {
+        match msg {
+            AllocationMessage::Event {
+                event,
+                time,
+                executor_active,
+            } => self.on_event(&event, time, &|_| executor_active),
+            AllocationMessage::Reset => self.reset(),
+        }
     }
 
     /// The round's requests are all answered (or abandoned): the next round may run.

@@ -1,5 +1,8 @@
-//! The decision logic of Spark's YarnAllocator, with the parts of ExecutorFailureTracker and
-//! YarnAllocatorNodeHealthTracker it relies on, as a plain synchronous state machine.
+//! The decision logic of Spark's YarnAllocator as a plain synchronous state machine; the
+//! classes it relies on sit beside it, one file each, at Spark's seams: the exit codes
+//! (`exit_codes`: SparkExitCode, ExecutorExitCode), ExecutorFailureTracker
+//! (`failure_tracker`), YarnAllocatorNodeHealthTracker (`node_health_tracker`) and
+//! LocalityPreferredContainerPlacementStrategy (`placement`).
 //!
 //! Nothing here sends a message, reads a clock or touches I/O: every method that needs the
 //! time takes `now`, and every method that decides something returns what should happen.
@@ -17,9 +20,23 @@
 //!
 //! One resource profile (id 0) is supported; per-profile state is keyed by the profile id so
 //! more can be added.
+//!
+//! Layer: deploy (the AM's allocator); pure, under the actor in `deploy::yarn_allocator`.
+
+mod exit_codes;
+mod failure_tracker;
+mod node_health_tracker;
+mod placement;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
+
+use exit_codes::NOT_APP_AND_SYSTEM_FAULT_EXIT_STATUS;
+pub use exit_codes::{executor_exit_code, explain_exit_code};
+pub use failure_tracker::max_num_executor_failures;
+use failure_tracker::FailureTracker;
+use node_health_tracker::NodeHealthTracker;
+use placement::{locality_of_requested_containers, PlacementInput};
 
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::yarn::records::{
@@ -34,75 +51,6 @@ pub const ANY_HOST: &str = "*";
 
 /// Scala's `Int.MaxValue`, which bounds Spark's counts.
 const SPARK_INT_MAX: u32 = i32::MAX as u32;
-
-/// Spark's own executor exit codes (SparkExitCode and ExecutorExitCode).
-pub mod executor_exit_code {
-    pub const UNCAUGHT_EXCEPTION: i32 = 50;
-    pub const UNCAUGHT_EXCEPTION_TWICE: i32 = 51;
-    pub const OOM: i32 = 52;
-    pub const DISK_STORE_FAILED_TO_CREATE_DIR: i32 = 53;
-    pub const EXTERNAL_BLOCK_STORE_FAILED_TO_INITIALIZE: i32 = 54;
-    pub const EXTERNAL_BLOCK_STORE_FAILED_TO_CREATE_DIR: i32 = 55;
-    pub const HEARTBEAT_FAILURE: i32 = 56;
-    pub const KILLED_BY_TASK_REAPER: i32 = 57;
-    pub const BLOCK_MANAGER_REREGISTRATION_FAILED: i32 = 58;
-}
-
-/// Spark's `ExecutorExitCode.explainExitCode`: a readable cause for an executor's exit code.
-pub fn explain_exit_code(exit_code: i32) -> String {
-    use executor_exit_code::*;
-    let known = match exit_code {
-        UNCAUGHT_EXCEPTION => "Uncaught exception",
-        UNCAUGHT_EXCEPTION_TWICE => "Uncaught exception, and logging the exception failed",
-        OOM => "OutOfMemoryError",
-        DISK_STORE_FAILED_TO_CREATE_DIR => "Failed to create local directory (bad spark.local.dir?)",
-        EXTERNAL_BLOCK_STORE_FAILED_TO_INITIALIZE => "ExternalBlockStore failed to initialize.",
-        EXTERNAL_BLOCK_STORE_FAILED_TO_CREATE_DIR => {
-            "ExternalBlockStore failed to create a local temporary directory."
-        }
-        HEARTBEAT_FAILURE => "Unable to send heartbeats to driver.",
-        BLOCK_MANAGER_REREGISTRATION_FAILED => {
-            "Executor killed due to a failure of block manager re-registration."
-        }
-        KILLED_BY_TASK_REAPER => "Executor killed by TaskReaper.",
-        _ => {
-            let signal = if exit_code > 128 {
-                format!(" (died from signal {}?)", exit_code - 128)
-            } else {
-                String::new()
-            };
-            return format!("Unknown executor exit code ({exit_code}){signal}");
-        }
-    };
-    known.to_string()
-}
-
-/// The cap on executor failures before the ApplicationMaster gives up (exit code 11), by
-/// Spark's rule: an explicit `spark.executor.maxNumFailures` wins; otherwise twice the
-/// effective executor count (dynamic allocation: its max executors; static: the configured
-/// instances, 0 when unset), at least 3, and `Int.MaxValue` when doubling would overflow an
-/// Int. For streaming dynamic allocation, pass its max executors as `max_executors`.
-pub fn max_num_executor_failures(
-    explicit: Option<u32>,
-    dynamic_allocation: bool,
-    max_executors: u32,
-    instances: Option<u32>,
-) -> u32 {
-    if let Some(cap) = explicit {
-        return cap;
-    }
-    let effective = if dynamic_allocation {
-        max_executors
-    } else {
-        instances.unwrap_or(0)
-    };
-    let doubled = if effective > SPARK_INT_MAX / 2 {
-        SPARK_INT_MAX
-    } else {
-        effective * 2
-    };
-    doubled.max(3)
-}
 
 /// Severity of a log line, as Spark logs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -273,171 +221,6 @@ pub struct ExcludedNodesUpdate {
     pub removals: Vec<String>,
 }
 
-/// Failure timestamps, globally and per host (ExecutorFailureTracker).
-#[derive(Debug)]
-struct FailureTracker {
-    validity: Option<Duration>,
-    global: VecDeque<Duration>,
-    per_host: BTreeMap<String, VecDeque<Duration>>,
-}
-
-impl FailureTracker {
-    /// Failures older than this no longer count (only with a positive validity interval).
-    fn cutoff(&self, now: Duration) -> Option<Duration> {
-        match self.validity {
-            Some(interval) if !interval.is_zero() => now.checked_sub(interval),
-            _ => None,
-        }
-    }
-
-    /// Spark drops expired entries from the head of the queue only; counting the same way.
-    fn live(queue: &VecDeque<Duration>, cutoff: Option<Duration>) -> u32 {
-        let expired = match cutoff {
-            Some(c) => queue.iter().take_while(|t| **t < c).count(),
-            None => 0,
-        };
-        u32::try_from(queue.len() - expired).unwrap_or(u32::MAX)
-    }
-
-    fn prune(queue: &mut VecDeque<Duration>, cutoff: Option<Duration>) {
-        if let Some(c) = cutoff {
-            while queue.front().is_some_and(|t| *t < c) {
-                queue.pop_front();
-            }
-        }
-    }
-
-    fn num_failed_executors(&self, now: Duration) -> u32 {
-        Self::live(&self.global, self.cutoff(now))
-    }
-
-    fn num_failures_on_host(&self, host: &str, now: Duration) -> u32 {
-        self.per_host
-            .get(host)
-            .map_or(0, |queue| Self::live(queue, self.cutoff(now)))
-    }
-
-    fn register_executor_failure(&mut self, now: Duration) {
-        let cutoff = self.cutoff(now);
-        Self::prune(&mut self.global, cutoff);
-        self.global.push_back(now);
-    }
-
-    fn register_failure_on_host(&mut self, host: &str, now: Duration) {
-        self.register_executor_failure(now);
-        let cutoff = self.cutoff(now);
-        let queue = self.per_host.entry(host.to_string()).or_default();
-        Self::prune(queue, cutoff);
-        queue.push_back(now);
-    }
-}
-
-/// Which nodes are excluded and why (YarnAllocatorNodeHealthTracker).
-#[derive(Debug)]
-struct NodeHealthTracker {
-    failures: FailureTracker,
-    launch_exclusion_enabled: bool,
-    max_failures_per_host: u32,
-    exclusion_timeout: Duration,
-    static_excluded: BTreeSet<String>,
-    scheduler_excluded: BTreeSet<String>,
-    /// Host → time its exclusion ends.
-    allocator_excluded: BTreeMap<String, Duration>,
-    /// The set last synchronized with YARN.
-    current: BTreeSet<String>,
-    num_cluster_nodes: u32,
-    pending_additions: BTreeSet<String>,
-    pending_removals: BTreeSet<String>,
-}
-
-/// Scala's `List(a, b)` rendering, as Spark's exclusion messages print node lists.
-fn scala_list(items: &[String]) -> String {
-    format!("List({})", items.join(", "))
-}
-
-impl NodeHealthTracker {
-    fn handle_resource_allocation_failure(
-        &mut self,
-        host: Option<&str>,
-        now: Duration,
-        log: &mut Vec<LogLine>,
-    ) {
-        match host {
-            Some(host) if self.launch_exclusion_enabled => {
-                // A late failure on a node already excluded is not counted: requests are
-                // asynchronous, and counting it could end the application needlessly.
-                if !self.scheduler_excluded.contains(host) && !self.allocator_excluded.contains_key(host) {
-                    self.failures.register_failure_on_host(host, now);
-                    let on_host = self.failures.num_failures_on_host(host, now);
-                    if on_host > self.max_failures_per_host {
-                        log.push(info(format!(
-                            "excluding {host} as YARN allocation failed {on_host} times"
-                        )));
-                        let until = now.saturating_add(self.exclusion_timeout);
-                        self.allocator_excluded.insert(host.to_string(), until);
-                        self.refresh(now, log);
-                    }
-                }
-            }
-            _ => self.failures.register_executor_failure(now),
-        }
-    }
-
-    fn set_scheduler_excluded(&mut self, nodes: BTreeSet<String>, now: Duration, log: &mut Vec<LogLine>) {
-        self.scheduler_excluded = nodes;
-        self.refresh(now, log);
-    }
-
-    fn excluded_at(&self, now: Duration) -> BTreeSet<String> {
-        let mut all = self.static_excluded.clone();
-        all.extend(self.scheduler_excluded.iter().cloned());
-        all.extend(
-            self.allocator_excluded
-                .iter()
-                .filter(|(_, until)| **until > now)
-                .map(|(host, _)| host.clone()),
-        );
-        all
-    }
-
-    fn refresh(&mut self, now: Duration, log: &mut Vec<LogLine>) {
-        self.allocator_excluded.retain(|_, until| *until > now);
-        let all = self.excluded_at(now);
-        let additions: Vec<String> = all.difference(&self.current).cloned().collect();
-        let removals: Vec<String> = self.current.difference(&all).cloned().collect();
-        if !additions.is_empty() {
-            log.push(info(format!(
-                "adding nodes to YARN application master's excluded node list: {}",
-                scala_list(&additions)
-            )));
-        }
-        if !removals.is_empty() {
-            log.push(info(format!(
-                "removing nodes from YARN application master's excluded node list: {}",
-                scala_list(&removals)
-            )));
-        }
-        // AMRMClient.updateBlacklist semantics: the latest word on a node wins.
-        for node in &additions {
-            self.pending_removals.remove(node);
-            self.pending_additions.insert(node.clone());
-        }
-        for node in &removals {
-            self.pending_additions.remove(node);
-            self.pending_removals.insert(node.clone());
-        }
-        self.current = all;
-    }
-
-    fn is_all_node_excluded(&self) -> bool {
-        if self.num_cluster_nodes == 0 {
-            false
-        } else {
-            self.current.len() >= self.num_cluster_nodes as usize
-        }
-    }
-}
-
 fn line(level: LogLevel, message: String) -> LogLine {
     LogLine { level, message }
 }
@@ -459,114 +242,6 @@ struct InFlight {
     /// Cleared when the container completes before the launch reports back (Spark removes it
     /// from launchingExecutorContainerIds); a late success then registers nothing.
     launching: bool,
-}
-
-/// One container's locality preference from the placement strategy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct LocalityPreference {
-    nodes: Vec<String>,
-    racks: Vec<String>,
-}
-
-/// The inputs of Spark's LocalityPreferredContainerPlacementStrategy.
-struct PlacementInput<'a> {
-    num_containers: i64,
-    num_locality_aware_tasks: u32,
-    host_to_local_task_count: &'a BTreeMap<String, u32>,
-    allocated_host_to_containers: Option<&'a BTreeMap<String, BTreeSet<ContainerId>>>,
-    locality_matched_pending: &'a [&'a ContainerRequest],
-    tasks_per_executor: u32,
-}
-
-/// Scala's `Double.toInt`: truncating, saturating at the Int range, NaN → 0 (as `as i32` does).
-fn to_int(value: f64) -> i64 {
-    (value as i32) as i64
-}
-
-/// The containers the location-matched pending requests may bring to each host: every request
-/// counts once for each node it names, and the counts are scaled so they add up to the number
-/// of requests (3 requests over hosts counted 20:20:10 → 1.2, 1.2, 0.6).
-fn pending_host_to_container_count(pending: &[&ContainerRequest]) -> BTreeMap<String, f64> {
-    let mut per_host: BTreeMap<String, i64> = BTreeMap::new();
-    for request in pending {
-        for node in &request.nodes {
-            *per_host.entry(node.clone()).or_insert(0) += 1;
-        }
-    }
-    let possible_total: i64 = per_host.values().sum();
-    let matched = pending.len() as f64;
-    per_host
-        .into_iter()
-        .map(|(host, n)| (host, n as f64 * matched / possible_total as f64))
-        .collect()
-}
-
-/// How many more containers each preferred host should get, given the executors the pending
-/// locality-aware tasks need and the containers (allocated or requested) already there.
-fn expected_host_to_container_count(input: &PlacementInput<'_>) -> BTreeMap<String, i64> {
-    let total_local_tasks: i64 = input.host_to_local_task_count.values().map(|c| *c as i64).sum();
-    let pending = pending_host_to_container_count(input.locality_matched_pending);
-    let executors_needed =
-        to_int((input.num_locality_aware_tasks as f64 / input.tasks_per_executor as f64).ceil());
-    input
-        .host_to_local_task_count
-        .iter()
-        .map(|(host, count)| {
-            let expected = *count as f64 * executors_needed as f64 / total_local_tasks as f64;
-            let allocated = input
-                .allocated_host_to_containers
-                .and_then(|m| m.get(host))
-                .map_or(0, |set| set.len() as i64);
-            let existing = allocated as f64 + pending.get(host).copied().unwrap_or(0.0);
-            (host.clone(), to_int((expected - existing).ceil()).max(0))
-        })
-        .collect()
-}
-
-/// Spark's LocalityPreferredContainerPlacementStrategy.localityOfRequestedContainers, for the
-/// containers that get a preference: of `num_containers`, as many as the hosts still need
-/// (at most), each naming the hosts still short of their share, every host used as often as
-/// its share (scaled to the number of such containers) allows, plus those hosts' racks.
-fn locality_of_requested_containers(
-    input: &PlacementInput<'_>,
-    rack_of: &dyn Fn(&str) -> Option<String>,
-) -> Vec<LocalityPreference> {
-    let wanted = expected_host_to_container_count(input);
-    let locality_aware_total: i64 = wanted.values().sum();
-    let free = (input.num_containers - locality_aware_total).max(0);
-    let aware = input.num_containers - free;
-
-    // Spark lists `free` containers without preference first; its only caller ignores them,
-    // so they are left out here.
-    let mut out: Vec<LocalityPreference> = Vec::new();
-    if aware > 0 {
-        let largest = wanted.values().copied().max().unwrap_or(0);
-        let mut ratio: BTreeMap<&str, i64> = wanted
-            .iter()
-            .map(|(host, n)| {
-                (
-                    host.as_str(),
-                    to_int((*n as f64 * aware as f64 / largest as f64).ceil()),
-                )
-            })
-            .collect();
-        for _ in 0..aware {
-            let nodes: Vec<String> = ratio
-                .iter()
-                .filter(|(_, r)| **r > 0)
-                .map(|(h, _)| h.to_string())
-                .collect();
-            let racks: BTreeSet<String> = nodes.iter().filter_map(|h| rack_of(h)).collect();
-            out.push(LocalityPreference {
-                nodes,
-                racks: racks.into_iter().collect(),
-            });
-            for r in ratio.values_mut() {
-                *r -= 1;
-            }
-        }
-    }
-    out
 }
 
 /// Whether AMRMClient files `request` under the resource name `location`: any host ("*") for
@@ -632,16 +307,6 @@ fn state_name(state: ContainerState) -> &'static str {
         ContainerState::Complete => "COMPLETE",
     }
 }
-
-/// YARN exit statuses that are neither the application's nor the node's fault
-/// (Spark's NOT_APP_AND_SYSTEM_FAULT_EXIT_STATUS).
-const NOT_APP_AND_SYSTEM_FAULT_EXIT_STATUS: [i32; 5] = [
-    exit_status::KILLED_BY_RESOURCEMANAGER,
-    exit_status::KILLED_BY_APPMASTER,
-    exit_status::KILLED_AFTER_APP_COMPLETION,
-    exit_status::ABORTED,
-    exit_status::DISKS_FAILED,
-];
 
 /// YarnAllocator's state. `T` is whatever the actor needs to answer a GetExecutorLossReason
 /// later (a reply channel); the state only stores and returns it.
