@@ -45,8 +45,8 @@ use crate::scheduler::driver_endpoint::{
     ActiveExecutors, DriverEndpoint, DriverKept, DriverLinks, DriverState, TaskSchedulerProtocol,
 };
 use crate::scheduler::executor_allocation_manager::{
-    AllocationConfig, AllocationMessage, ExecutorAllocationCore, ExecutorAllocationListener,
-    ExecutorAllocationManager, EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
+    AllocationConfig, AllocationMessage, ExecutorAllocationListener, ExecutorAllocationManager,
+    ExecutorAllocationManagerCore, EXECUTOR_ALLOCATION_MANAGER_SEGMENT, SCHEDULE_INTERVAL,
 };
 use crate::scheduler::heartbeat_receiver::{
     HeartbeatConfig, HeartbeatListener, HeartbeatReceiver, HeartbeatState, HEARTBEAT_RECEIVER_SEGMENT,
@@ -240,8 +240,11 @@ pub fn driver_spec(
         .get(&conf::BARRIER_SYNC_TIMEOUT)
         .unwrap_or(Duration::from_secs(365 * 24 * 3600));
     let dynamic_allocation = conf.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
-    let allocation_core =
-        dynamic_allocation.then(|| Kept::new(ExecutorAllocationCore::new(AllocationConfig::from_conf(conf))));
+    let allocation_core = dynamic_allocation.then(|| {
+        Kept::new(ExecutorAllocationManagerCore::new(AllocationConfig::from_conf(
+            conf,
+        )))
+    });
     let allocation = dynamic_allocation.then(DurableInbox::<AllocationMessage>::unbounded);
     if let Some(inbox) = &allocation {
         listeners.push(Box::new(ExecutorAllocationListener::new(

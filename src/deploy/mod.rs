@@ -3,7 +3,6 @@
 //! logic), the allocation reporter, ExecutorRunnable's launcher, and client mode's
 //! YarnClientSchedulerBackend.
 
-pub mod allocator_state;
 pub mod am_args;
 pub mod am_endpoint;
 pub mod application_master;

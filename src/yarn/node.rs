@@ -14,8 +14,8 @@ use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSp
 
 use super::client_rm_service::ClientRmService;
 use super::launcher::LauncherRegistry;
-use super::node_manager::{NmState, NodeManager};
-use super::resource_manager::{ResourceManager, RmConfig, RmState};
+use super::node_manager::{NodeManager, NodeManagerCore};
+use super::resource_manager::{ResourceManager, ResourceManagerCore, RmConfig};
 use crate::yarn::protocol::{ApplicationClientProtocol, ResourceManagerAdministrationProtocol};
 
 /// The node's root segment.
@@ -50,7 +50,10 @@ pub fn start_node(
 ) -> Result<ActorPath, String> {
     let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
     let rm_config = RmConfig::from_conf(conf);
-    let rm_state = Kept::new(RmState::new(cluster.clock().epoch_millis(), &rm_config));
+    let rm_state = Kept::new(ResourceManagerCore::new(
+        cluster.clock().epoch_millis(),
+        &rm_config,
+    ));
     let rm = rm_path();
     let mut spec = SupervisorSpec::new(Strategy::OneForOne)
         .supervision(&supervision)
@@ -67,7 +70,7 @@ pub fn start_node(
             let (n, rm, launchers) = (n.clone(), rm.clone(), launchers.clone());
             // Kept across restarts of the NodeManager actor, new with each start of the node:
             // a node that dies loses its containers and what its NodeManager knew.
-            let state = Kept::new(NmState::default());
+            let state = Kept::new(NodeManagerCore::default());
             SupervisorSpec::new(Strategy::OneForOne)
                 .supervision(&supervision)
                 .child(ChildSpec::worker("node-manager", move |_, me| {

@@ -1,7 +1,7 @@
 //! The ExecutorAllocationManager actor at `<driver>/executor-allocation-manager`, and its
 //! listener on the bus (ExecutorAllocationListener + ExecutorMonitor).
 //!
-//! The rules live in [`super::core::ExecutorAllocationCore`], kept by the driver's
+//! The rules live in [`super::core::ExecutorAllocationManagerCore`], kept by the driver's
 //! supervisor (`Kept`) for this actor alone, so its counts survive a restart. What others
 //! tell it comes through its durable inbox ([`DurableInbox`] of [`AllocationMessage`], polled), kept beside
 //! the core so nothing posted while the actor restarts is lost: the listener
@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, WrapFuture};
 
-use super::core::{AllocationMessage, ExecutorAllocationCore, Round, TargetRequest};
+use super::core::{AllocationMessage, ExecutorAllocationManagerCore, Round, TargetRequest};
 use crate::rpc::EndpointRef;
 use crate::runtime::timers::run_with_fixed_delay;
 use crate::runtime::{ActorPath, Clock, DurableInbox, InboxSender, Kept, Me, View};
@@ -54,7 +54,7 @@ pub const SCHEDULE_INTERVAL: Duration = Duration::from_millis(100);
 /// The ExecutorAllocationManager actor; see the module docs.
 pub struct ExecutorAllocationManager {
     me: Me,
-    core: Kept<ExecutorAllocationCore>,
+    core: Kept<ExecutorAllocationManagerCore>,
     inbox: DurableInbox<AllocationMessage>,
     driver_endpoint: ActorPath,
     interval: Duration,
@@ -72,9 +72,9 @@ fn total_request(req: &TargetRequest) -> ClientRequestTotalExecutors {
 
 /// The core with everything its inbox holds applied, in order.
 fn updated<'a>(
-    core: &'a Kept<ExecutorAllocationCore>,
+    core: &'a Kept<ExecutorAllocationManagerCore>,
     inbox: &DurableInbox<AllocationMessage>,
-) -> std::sync::MutexGuard<'a, ExecutorAllocationCore> {
+) -> std::sync::MutexGuard<'a, ExecutorAllocationManagerCore> {
     let mut c = core.lock();
     for msg in inbox.take_all() {
         c.apply(msg);
@@ -85,7 +85,7 @@ fn updated<'a>(
 impl ExecutorAllocationManager {
     pub fn new(
         me: Me,
-        core: Kept<ExecutorAllocationCore>,
+        core: Kept<ExecutorAllocationManagerCore>,
         inbox: DurableInbox<AllocationMessage>,
         driver_endpoint: ActorPath,
         interval: Duration,
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn what_others_post_waits_in_the_inbox_until_the_manager_applies_it_in_order() {
         let conf = SparkConf::new();
-        let core = Kept::new(ExecutorAllocationCore::new(
+        let core = Kept::new(ExecutorAllocationManagerCore::new(
             super::super::AllocationConfig::from_conf(&conf),
         ));
         let inbox = DurableInbox::unbounded();

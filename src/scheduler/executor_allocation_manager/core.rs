@@ -163,13 +163,13 @@ pub enum AllocationMessage {
         time: u64,
         executor_active: bool,
     },
-    /// YarnSchedulerBackend.reset (a new ApplicationMaster registered): [`ExecutorAllocationCore::reset`].
+    /// YarnSchedulerBackend.reset (a new ApplicationMaster registered): [`ExecutorAllocationManagerCore::reset`].
     Reset,
 }
 
 /// The ExecutorAllocationManager's state; see the module docs.
 #[derive(Clone, Debug)]
-pub struct ExecutorAllocationCore {
+pub struct ExecutorAllocationManagerCore {
     config: AllocationConfig,
     monitor: ExecutorMonitor,
     target: u32,
@@ -183,9 +183,9 @@ pub struct ExecutorAllocationCore {
     busy: bool,
 }
 
-impl ExecutorAllocationCore {
+impl ExecutorAllocationManagerCore {
     pub fn new(config: AllocationConfig) -> Self {
-        ExecutorAllocationCore {
+        ExecutorAllocationManagerCore {
             monitor: ExecutorMonitor::new(config.monitor.clone()),
             target: config.initial_executors,
             to_add: 1,

@@ -10,4 +10,4 @@ pub use actor::{
     ExecutorAllocationListener, ExecutorAllocationManager, EXECUTOR_ALLOCATION_MANAGER_SEGMENT,
     SCHEDULE_INTERVAL,
 };
-pub use core::{AllocationConfig, AllocationMessage, ExecutorAllocationCore};
+pub use core::{AllocationConfig, AllocationMessage, ExecutorAllocationManagerCore};

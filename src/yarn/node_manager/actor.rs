@@ -1,7 +1,7 @@
 //! The NodeManager actor at `/node/nm-<host>/node-manager`: it starts each container's
 //! launch command through the node's launcher registry as a subtree under the node's
 //! supervisor, stops containers, watches them end, and talks to the ResourceManager
-//! (registration, NodeStatusUpdate); its core ([`NmState`], kept by the node's supervisor)
+//! (registration, NodeStatusUpdate); its core ([`NodeManagerCore`], kept by the node's supervisor)
 //! holds the container records and decides what each start, stop and end means.
 //!
 //! Layer: yarn. Not kept: whether a NodeStatusUpdate is on its way and the retry pause
@@ -16,7 +16,9 @@ use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, ResponseActFuture, WrapFuture,
 };
 
-use super::core::{EndedContainer, ExitRecord, NmState, Recovery, StartCheck, StatusFlush, RETRY_DELAY};
+use super::core::{
+    EndedContainer, ExitRecord, NodeManagerCore, Recovery, StartCheck, StatusFlush, RETRY_DELAY,
+};
 use crate::conf::NodeSpec;
 use crate::logs::output::OutputSink;
 use crate::logs::LogIds;
@@ -58,7 +60,7 @@ pub struct NodeManager {
     rm: EndpointRef<ResourceTracker>,
     /// The node's supervisor, under which containers run.
     node_sup: ActorPath,
-    state: Kept<NmState>,
+    state: Kept<NodeManagerCore>,
     /// What its containers' commands run.
     launchers: LauncherRegistry,
     timeout: Duration,
@@ -71,7 +73,7 @@ impl NodeManager {
         me: Me,
         spec: NodeSpec,
         rm: ActorPath,
-        state: Kept<NmState>,
+        state: Kept<NodeManagerCore>,
         launchers: LauncherRegistry,
     ) -> Self {
         let node_sup = me.path().parent().unwrap_or_else(|| me.path().clone());

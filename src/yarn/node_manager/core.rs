@@ -3,7 +3,7 @@
 //! statuses the ResourceManager has not taken yet (the NodeStatusUpdater's pending list),
 //! the containers the RM declared lost, and the content of a registration.
 //!
-//! Layer: yarn. [`NmState`] is what survives a restart of the NodeManager actor (the node's
+//! Layer: yarn. [`NodeManagerCore`] is what survives a restart of the NodeManager actor (the node's
 //! supervisor keeps it). Its methods decide: whether a start is refused (a container the RM
 //! declared lost) or a repeat, what status a container that ended completes with (or none,
 //! when it ended with its node), what to send the RM next and what to register with, and
@@ -58,7 +58,7 @@ pub struct NMContainer {
 }
 
 /// A container whose subtree ended, taken out of the node's records
-/// ([`NmState::take_ended`]); [`NmState::complete`] decides what it completed with.
+/// ([`NodeManagerCore::take_ended`]); [`NodeManagerCore::complete`] decides what it completed with.
 pub struct EndedContainer {
     id: ContainerId,
     app_id: ApplicationId,
@@ -99,7 +99,7 @@ pub enum Recovery {
 /// What a NodeManager knows, kept by its node's supervisor across the NodeManager's
 /// restarts (a restarted node starts with a new one).
 #[derive(Default)]
-pub struct NmState {
+pub struct NodeManagerCore {
     containers: BTreeMap<ContainerId, NMContainer>,
     finished: VecDeque<(ContainerId, OutputSink)>,
     /// Completed statuses the RM has not taken yet, oldest first.
@@ -108,7 +108,7 @@ pub struct NmState {
     lost: VecDeque<ContainerId>,
 }
 
-impl NmState {
+impl NodeManagerCore {
     fn remember(&mut self, id: ContainerId, output: OutputSink) {
         self.finished.push_back((id, output));
         while self.finished.len() > KEPT_FINISHED {
@@ -446,7 +446,7 @@ mod tests {
     }
 
     /// A node with container `id` started, whose incarnation says `recorded`.
-    fn running(nm: &mut NmState, id: u64, recorded: Option<ExitReason>) -> ContainerId {
+    fn running(nm: &mut NodeManagerCore, id: u64, recorded: Option<ExitReason>) -> ContainerId {
         let id = container(id);
         assert_eq!(nm.check_start(&id, HOST).unwrap(), StartCheck::New);
         nm.starting(id, output(&id));
@@ -455,7 +455,7 @@ mod tests {
     }
 
     /// Ends container `id` with `reason` and answers the status queued for the RM.
-    fn end(nm: &mut NmState, id: ContainerId, reason: Option<ExitReason>) -> Option<ContainerStatus> {
+    fn end(nm: &mut NodeManagerCore, id: ContainerId, reason: Option<ExitReason>) -> Option<ContainerStatus> {
         let ended = nm.take_ended(id, reason).expect("the node's container");
         assert_eq!(ended.id(), id);
         if !nm.complete(ended) {
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn a_start_is_refused_for_a_container_the_rm_declared_lost_and_a_repeat_is_no_new_start() {
-        let mut nm = NmState::default();
+        let mut nm = NodeManagerCore::default();
         let id = running(&mut nm, 1, None);
         assert_eq!(nm.check_start(&id, HOST).unwrap(), StartCheck::AlreadyStarted);
         let lost = container(2);
@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn a_stopped_container_completes_with_its_requesters_exit_status() {
-        let mut nm = NmState::default();
+        let mut nm = NodeManagerCore::default();
         for (requester, exit) in [
             (StopRequester::ApplicationMaster, exit_status::KILLED_BY_APPMASTER),
             (
@@ -515,7 +515,7 @@ mod tests {
 
     #[test]
     fn a_container_completes_with_its_processs_exit_status_or_lost_when_none_is_known() {
-        let mut nm = NmState::default();
+        let mut nm = NodeManagerCore::default();
         let id = running(&mut nm, 1, None);
         let status = end(
             &mut nm,
@@ -547,7 +547,7 @@ mod tests {
 
     #[test]
     fn statuses_stay_pending_until_taken_and_ride_with_a_registration() {
-        let mut nm = NmState::default();
+        let mut nm = NodeManagerCore::default();
         let done = running(&mut nm, 1, None);
         let still = running(&mut nm, 2, None);
         end(
@@ -589,7 +589,7 @@ mod tests {
 
     #[test]
     fn a_restarted_node_manager_watches_forgets_or_completes_each_container() {
-        let mut nm = NmState::default();
+        let mut nm = NodeManagerCore::default();
         let alive = running(&mut nm, 1, None);
         let ended = running(
             &mut nm,

@@ -1,7 +1,7 @@
 //! NodeManager, at `/node/nm-<host>/node-manager`: starts and stops the containers of one
 //! node and reports how they ended.
 //!
-//! Layer: yarn. [`core`] holds the node's container records and decides ([`NmState`],
+//! Layer: yarn. [`core`] holds the node's container records and decides ([`NodeManagerCore`],
 //! tested without actors); [`actor`] is the actix actor that runs the containers through
 //! the launcher registry and talks to the ResourceManager.
 //!
@@ -32,7 +32,7 @@
 //! registration is answered. It registers when it starts and again when a restarted RM asks
 //! it to ([`super::protocol::Resync`], YARN's NodeAction.RESYNC).
 //!
-//! What survives a restart of the NodeManager actor is its [`NmState`], held by the node's
+//! What survives a restart of the NodeManager actor is its [`NodeManagerCore`], held by the node's
 //! supervisor: the containers (which keep running next to it), their outputs, the statuses
 //! not yet taken and the ids refused; the node's supervisor records each container's
 //! incarnation there the moment it starts it, so a container that starts and ends while the
@@ -51,4 +51,4 @@ pub mod actor;
 pub mod core;
 
 pub use actor::{node_manager_path, NodeManager};
-pub use core::{NmState, EXIT_CODE_LOST, LOST_CONTAINER};
+pub use core::{NodeManagerCore, EXIT_CODE_LOST, LOST_CONTAINER};

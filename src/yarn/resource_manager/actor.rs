@@ -1,5 +1,5 @@
 //! The ResourceManager actor at `/node/rm`: it takes the messages of the protocols it
-//! speaks, asks its core ([`RmState`], kept by its supervisor) what they change, and
+//! speaks, asks its core ([`ResourceManagerCore`], kept by its supervisor) what they change, and
 //! carries out the core's [`Effect`]s: AM containers started on NodeManagers (with retries
 //! while a NodeManager restarts; a launch that fails completes the container, so the
 //! attempt fails), containers stopped, report waiters answered, nodes asked to register
@@ -14,7 +14,7 @@ use std::time::Duration;
 use actix::{Actor, Context, Handler, Message, MessageResult, ResponseFuture};
 use tokio::sync::oneshot;
 
-use super::core::{Effect, ReportKey, ResyncReason, RmConfig, RmState};
+use super::core::{Effect, ReportKey, ResourceManagerCore, ResyncReason, RmConfig};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::protocol::Carries;
 use crate::runtime::timers::run_later;
@@ -51,12 +51,12 @@ struct ReportWaiter {
 pub struct ResourceManager {
     me: Me,
     config: RmConfig,
-    state: Kept<RmState>,
+    state: Kept<ResourceManagerCore>,
     waiters: Vec<ReportWaiter>,
 }
 
 impl ResourceManager {
-    pub fn new(me: Me, config: RmConfig, state: Kept<RmState>) -> Self {
+    pub fn new(me: Me, config: RmConfig, state: Kept<ResourceManagerCore>) -> Self {
         ResourceManager {
             me,
             config,

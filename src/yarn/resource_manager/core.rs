@@ -5,7 +5,7 @@
 //! ([`crate::yarn::scheduler::Scheduler`]), and the node bookkeeping of NodesListManager and
 //! the DecommissioningNodesWatcher.
 //!
-//! Layer: yarn. [`RmState`] is what survives a restart of the ResourceManager actor (its
+//! Layer: yarn. [`ResourceManagerCore`] is what survives a restart of the ResourceManager actor (its
 //! supervisor keeps it). Every decision is a method that takes the time (epoch ms), changes
 //! the state and returns what must be done as [`Effect`]s — launch an AM container, stop a
 //! container, answer report waiters, ask a node to register again, arm a decommission
@@ -108,7 +108,7 @@ pub enum Effect {
     },
     /// Ask the NodeManager of `host` to register again.
     Resync { host: String, reason: ResyncReason },
-    /// After `after`, call [`RmState::decommission_timed_out`] with `host` and `generation`.
+    /// After `after`, call [`ResourceManagerCore::decommission_timed_out`] with `host` and `generation`.
     ArmDecommissionTimeout {
         host: String,
         after: Duration,
@@ -276,7 +276,7 @@ struct NodeDecommission {
 
 /// The RM's state, kept by its supervisor across restarts, with the rules that change it.
 #[derive(Debug)]
-pub struct RmState {
+pub struct ResourceManagerCore {
     config: RmConfig,
     cluster_timestamp: u64,
     next_app: u32,
@@ -296,9 +296,9 @@ pub struct RmState {
 
 // ----- reads --------------------------------------------------------------------------------
 
-impl RmState {
-    pub fn new(cluster_timestamp: u64, config: &RmConfig) -> RmState {
-        RmState {
+impl ResourceManagerCore {
+    pub fn new(cluster_timestamp: u64, config: &RmConfig) -> ResourceManagerCore {
+        ResourceManagerCore {
             config: config.clone(),
             cluster_timestamp,
             next_app: 0,
@@ -400,7 +400,7 @@ impl RmState {
 
 // ----- the protocols' requests ----------------------------------------------------------------
 
-impl RmState {
+impl ResourceManagerCore {
     /// A new incarnation of the RM starts on this state: the graceful-decommission timers
     /// died with the previous one and are armed again; after a restart every known node is
     /// asked to register again.
@@ -806,7 +806,7 @@ impl RmState {
             Ok(granted) => granted,
             Err(e) => return (Err(e), fx),
         };
-        let RmState {
+        let ResourceManagerCore {
             apps,
             scheduler,
             container_hosts,
@@ -955,7 +955,7 @@ impl RmState {
 
 // ----- the state machines ---------------------------------------------------------------------
 
-impl RmState {
+impl ResourceManagerCore {
     /// The application's report waiters are answered if its state changed (and, as its
     /// state may have become final, a decommissioning node may be done).
     fn notify(&mut self, app: ApplicationId, now: u64, fx: &mut Vec<Effect>) {
@@ -1059,7 +1059,7 @@ impl RmState {
     fn activate_applications(&mut self, now: u64) {
         let stamp = leaf_queue::diagnostics_stamp(now);
         let cluster = self.scheduler.cluster_resource();
-        let RmState { queues, apps, .. } = self;
+        let ResourceManagerCore { queues, apps, .. } = self;
         for queue in queues.values_mut() {
             let Some(decisions) = queue.activate(&cluster) else {
                 for attempt_id in queue.pending() {
@@ -1169,7 +1169,7 @@ impl RmState {
     /// launches them.
     fn place_pending_ams(&mut self, now: u64, fx: &mut Vec<Effect>) {
         let stamp = leaf_queue::diagnostics_stamp(now);
-        let RmState {
+        let ResourceManagerCore {
             apps,
             scheduler,
             container_hosts,
@@ -1285,7 +1285,7 @@ impl RmState {
         let requester;
         let mut final_state = None;
         {
-            let RmState { apps, scheduler, .. } = &mut *self;
+            let ResourceManagerCore { apps, scheduler, .. } = &mut *self;
             let Some(app) = apps.get_mut(&app_id) else {
                 return;
             };
@@ -1360,7 +1360,7 @@ impl RmState {
 
 // ----- graceful decommission ------------------------------------------------------------------
 
-impl RmState {
+impl ResourceManagerCore {
     /// Puts `host` into graceful decommission (or gives a decommissioning node a new
     /// timeout): the scheduler places nothing more there, running applications are told in
     /// their next Allocate, and after `timeout` whatever still runs there is killed.
@@ -1572,7 +1572,7 @@ mod tests {
     }
 
     /// Submits an application of `user` to `queue` with an AM of `am_mb`.
-    fn submit(rm: &mut RmState, queue: &str, am_mb: u64) -> (ApplicationId, Vec<Effect>) {
+    fn submit(rm: &mut ResourceManagerCore, queue: &str, am_mb: u64) -> (ApplicationId, Vec<Effect>) {
         let app_id = rm.new_application().app_id;
         let (answer, fx) = rm.submit_application(
             ApplicationSubmissionContext {
@@ -1614,11 +1614,11 @@ mod tests {
             .collect()
     }
 
-    fn state(rm: &RmState, app: ApplicationId) -> YarnApplicationState {
+    fn state(rm: &ResourceManagerCore, app: ApplicationId) -> YarnApplicationState {
         rm.report(&app).unwrap().1.state
     }
 
-    fn exited(rm: &mut RmState, container: &Container, exit_status: i32) -> Vec<Effect> {
+    fn exited(rm: &mut ResourceManagerCore, container: &Container, exit_status: i32) -> Vec<Effect> {
         rm.node_status_update(
             vec![ContainerStatus {
                 container_id: container.id,
@@ -1630,7 +1630,7 @@ mod tests {
         )
     }
 
-    fn register_am(rm: &mut RmState, attempt_id: ApplicationAttemptId) -> Vec<Effect> {
+    fn register_am(rm: &mut ResourceManagerCore, attempt_id: ApplicationAttemptId) -> Vec<Effect> {
         let (answer, fx) = rm.register_application_master(
             &RegisterApplicationMaster {
                 attempt_id,
@@ -1672,7 +1672,7 @@ mod tests {
 
     #[test]
     fn an_application_goes_from_accepted_to_running_to_finished() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         let (app, fx) = submit(&mut rm, "default", 1024);
         assert_eq!(state(&rm, app), YarnApplicationState::Accepted);
         // No node yet: the attempt waits, with the CapacityScheduler's diagnostics.
@@ -1730,7 +1730,7 @@ mod tests {
 
     #[test]
     fn a_failed_attempt_is_retried_up_to_the_maximum_and_a_lost_node_does_not_count() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         rm.register_node(node("host1", 8192), NOW).0.unwrap();
         let (app, fx) = submit(&mut rm, "default", 1024);
         let first = launches(&fx).remove(0);
@@ -1771,7 +1771,7 @@ mod tests {
 
     #[test]
     fn the_submissions_max_attempts_is_capped_by_the_rms() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         rm.register_node(node("host1", 8192), NOW).0.unwrap();
         let app_id = rm.new_application().app_id;
         let (answer, fx) = rm.submit_application(
@@ -1797,7 +1797,7 @@ mod tests {
 
     #[test]
     fn an_unknown_queue_fails_the_application_and_duplicates_are_refused() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         let (app, fx) = submit(&mut rm, "nowhere", 1024);
         assert!(launches(&fx).is_empty());
         let report = rm.report(&app).unwrap().1;
@@ -1825,7 +1825,7 @@ mod tests {
 
     #[test]
     fn completed_applications_beyond_the_maximum_are_forgotten_oldest_first() {
-        let mut rm = RmState::new(
+        let mut rm = ResourceManagerCore::new(
             1,
             &RmConfig {
                 max_completed_applications: 2,
@@ -1861,7 +1861,7 @@ mod tests {
     #[test]
     fn attempts_are_activated_in_submission_order_within_the_queues_am_limit() {
         // 10% of 8192 MB, rounded up to the minimum allocation: room for one 1024 MB AM.
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         rm.register_node(node("host1", 8192), NOW).0.unwrap();
         let (first, fx) = submit(&mut rm, "default", 1024);
         assert_eq!(launches(&fx).len(), 1);
@@ -1898,7 +1898,7 @@ mod tests {
 
     #[test]
     fn a_node_that_registers_without_a_container_has_it_completed_as_lost() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         rm.register_node(node("host1", 8192), NOW).0.unwrap();
         let (app, fx) = submit(&mut rm, "default", 1024);
         let am = launches(&fx).remove(0);
@@ -1920,7 +1920,7 @@ mod tests {
 
     #[test]
     fn an_allocate_repeating_the_last_response_id_gets_the_same_answer() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         rm.register_node(node("host1", 8192), NOW).0.unwrap();
         let (_, fx) = submit(&mut rm, "default", 1024);
         let am = launches(&fx).remove(0);
@@ -1946,7 +1946,7 @@ mod tests {
 
     #[test]
     fn a_decommissioning_node_times_out_and_its_containers_are_lost() {
-        let mut rm = RmState::new(1, &config());
+        let mut rm = ResourceManagerCore::new(1, &config());
         rm.register_node(node("host1", 8192), NOW).0.unwrap();
         let (app, fx) = submit(&mut rm, "default", 1024);
         let am = launches(&fx).remove(0);

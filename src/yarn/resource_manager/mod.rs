@@ -1,7 +1,7 @@
 //! ResourceManager, at `/node/rm`: applications, attempts and containers for the whole
 //! node.
 //!
-//! Layer: yarn. [`core`] holds the rules as a pure state machine ([`RmState`] with YARN's
+//! Layer: yarn. [`core`] holds the rules as a pure state machine ([`ResourceManagerCore`] with YARN's
 //! [`RMApp`] and [`RMAppAttempt`]), tested without actors; [`actor`] is the actix actor
 //! that takes the protocols' messages, asks the core and carries out its [`Effect`]s.
 //!
@@ -27,7 +27,7 @@
 //! applications are kept; older ones are forgotten, oldest first.
 //!
 //! Restarts: its applications, attempts and nodes are kept by its supervisor
-//! ([`RmState`]), so a restarted RM still knows them; what was queued in its mailbox is lost
+//! ([`ResourceManagerCore`]), so a restarted RM still knows them; what was queued in its mailbox is lost
 //! with it, and the peers make up for it. Report waiters are dropped (clients ask again).
 //! A new incarnation asks every known NodeManager to register again
 //! ([`crate::yarn::protocol::Resync`]); a registration ([`crate::yarn::protocol::RegisterNode`]) names the node's
@@ -50,4 +50,6 @@ pub mod actor;
 pub mod core;
 
 pub use actor::{ask_rm, ResourceManager};
-pub use core::{Effect, RMApp, RMAppAttempt, ReportKey, ResyncReason, RmConfig, RmState, RELEASED_CONTAINER};
+pub use core::{
+    Effect, RMApp, RMAppAttempt, ReportKey, ResourceManagerCore, ResyncReason, RmConfig, RELEASED_CONTAINER,
+};

@@ -43,7 +43,7 @@ fn all_active(_: &str) -> bool {
     true
 }
 
-fn submitted(c: &mut ExecutorAllocationCore, stage_id: u32, num_tasks: u32, now: u64) {
+fn submitted(c: &mut ExecutorAllocationManagerCore, stage_id: u32, num_tasks: u32, now: u64) {
     c.on_event(
         &SparkListenerEvent::StageSubmitted {
             stage_info: stage(stage_id, 0, num_tasks),
@@ -54,7 +54,7 @@ fn submitted(c: &mut ExecutorAllocationCore, stage_id: u32, num_tasks: u32, now:
     );
 }
 
-fn completed(c: &mut ExecutorAllocationCore, stage_id: u32, now: u64) {
+fn completed(c: &mut ExecutorAllocationManagerCore, stage_id: u32, now: u64) {
     c.on_event(
         &SparkListenerEvent::StageCompleted {
             stage_info: stage(stage_id, 0, 0),
@@ -82,7 +82,7 @@ fn info(task_id: u64, index: u32, executor: &str, speculative: bool) -> TaskInfo
     }
 }
 
-fn start(c: &mut ExecutorAllocationCore, stage_id: u32, index: u32, executor: &str, now: u64) {
+fn start(c: &mut ExecutorAllocationManagerCore, stage_id: u32, index: u32, executor: &str, now: u64) {
     c.on_event(
         &SparkListenerEvent::TaskStart {
             stage_id,
@@ -95,7 +95,7 @@ fn start(c: &mut ExecutorAllocationCore, stage_id: u32, index: u32, executor: &s
 }
 
 fn end(
-    c: &mut ExecutorAllocationCore,
+    c: &mut ExecutorAllocationManagerCore,
     stage_id: u32,
     index: u32,
     executor: &str,
@@ -116,7 +116,7 @@ fn end(
     );
 }
 
-fn added(c: &mut ExecutorAllocationCore, id: &str, now: u64) {
+fn added(c: &mut ExecutorAllocationManagerCore, id: &str, now: u64) {
     c.on_event(
         &SparkListenerEvent::ExecutorAdded {
             time: now,
@@ -131,7 +131,7 @@ fn added(c: &mut ExecutorAllocationCore, id: &str, now: u64) {
 }
 
 /// Runs one round; answers its request with `ack`; returns the requested total.
-fn round(c: &mut ExecutorAllocationCore, now: u64, ack: bool) -> Option<u32> {
+fn round(c: &mut ExecutorAllocationManagerCore, now: u64, ack: bool) -> Option<u32> {
     let r = c.schedule(now);
     let total = r.request.as_ref().map(|q| q.total);
     if let Some(q) = &r.request {
@@ -154,7 +154,7 @@ fn max_needed_is_the_ceiling_of_tasks_times_ratio_over_tasks_per_executor() {
         (0, 0, 4, 1.0, 0),
     ];
     for (pending, running, per_executor, ratio, want) in cases {
-        let mut c = ExecutorAllocationCore::new(config(0, 1000, 0, per_executor, ratio));
+        let mut c = ExecutorAllocationManagerCore::new(config(0, 1000, 0, per_executor, ratio));
         submitted(&mut c, 0, pending + running, 0);
         for i in 0..running {
             start(&mut c, 0, i, "1", 0);
@@ -171,7 +171,7 @@ fn max_needed_is_the_ceiling_of_tasks_times_ratio_over_tasks_per_executor() {
 
 #[test]
 fn a_waiting_speculative_copy_asks_for_a_second_executor() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 4, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 4, 1.0));
     submitted(&mut c, 0, 1, 0);
     start(&mut c, 0, 0, "1", 0);
     assert_eq!(c.max_needed(), 1);
@@ -204,7 +204,7 @@ fn a_waiting_speculative_copy_asks_for_a_second_executor() {
 
 #[test]
 fn the_target_ramps_up_1_2_4_per_sustained_backlog_and_caps_at_max() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     // Initializing: no change before a stage is submitted.
     assert_eq!(round(&mut c, 5_000, true), None);
     submitted(&mut c, 0, 200, 10_000);
@@ -226,7 +226,7 @@ fn the_target_ramps_up_1_2_4_per_sustained_backlog_and_caps_at_max() {
 
 #[test]
 fn the_ramp_up_starts_from_the_executors_already_there() {
-    let mut c = ExecutorAllocationCore::new(config(0, 100, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 100, 0, 1, 1.0));
     for id in ["1", "2", "3"] {
         added(&mut c, id, 0);
     }
@@ -237,7 +237,7 @@ fn the_ramp_up_starts_from_the_executors_already_there() {
 
 #[test]
 fn the_target_never_exceeds_what_the_tasks_need() {
-    let mut c = ExecutorAllocationCore::new(config(0, 100, 0, 4, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 100, 0, 4, 1.0));
     submitted(&mut c, 0, 10, 0);
     assert_eq!(round(&mut c, 1_000, true), Some(1));
     assert_eq!(round(&mut c, 1_500, true), Some(3));
@@ -248,7 +248,7 @@ fn the_target_never_exceeds_what_the_tasks_need() {
 
 #[test]
 fn when_fewer_are_needed_the_target_drops_to_the_need_but_not_below_min() {
-    let mut c = ExecutorAllocationCore::new(config(2, 10, 2, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(2, 10, 2, 1, 1.0));
     submitted(&mut c, 0, 8, 0);
     assert_eq!(round(&mut c, 1_000, true), Some(3));
     assert_eq!(round(&mut c, 1_500, true), Some(5));
@@ -275,7 +275,7 @@ fn when_fewer_are_needed_the_target_drops_to_the_need_but_not_below_min() {
 
 #[test]
 fn a_refused_request_rolls_the_target_and_the_ramp_up_back() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     submitted(&mut c, 0, 100, 0);
     assert_eq!(round(&mut c, 1_000, true), Some(1));
     assert_eq!(round(&mut c, 1_500, false), Some(3));
@@ -286,7 +286,7 @@ fn a_refused_request_rolls_the_target_and_the_ramp_up_back() {
 
 #[test]
 fn no_round_runs_while_one_is_in_flight() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     submitted(&mut c, 0, 100, 0);
     let r = c.schedule(1_000);
     assert_eq!(r.request.as_ref().map(|q| q.total), Some(1));
@@ -299,7 +299,7 @@ fn no_round_runs_while_one_is_in_flight() {
 
 #[test]
 fn a_failed_task_is_pending_again_and_restarts_the_backlog_clock() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     submitted(&mut c, 0, 2, 0);
     start(&mut c, 0, 0, "1", 10);
     start(&mut c, 0, 1, "1", 10);
@@ -328,7 +328,7 @@ fn a_failed_task_is_pending_again_and_restarts_the_backlog_clock() {
 
 #[test]
 fn idle_executors_are_removed_down_to_the_target_and_never_below_min() {
-    let mut c = ExecutorAllocationCore::new(config(1, 10, 1, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(1, 10, 1, 1, 1.0));
     for id in ["1", "2", "3", "4"] {
         added(&mut c, id, 0);
     }
@@ -361,7 +361,7 @@ fn idle_executors_are_removed_down_to_the_target_and_never_below_min() {
 
     // With a target of 3 (three tasks wait, say for locality), only one of four idle
     // executors may go.
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 3, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 3, 1, 1.0));
     for id in ["1", "2", "3", "4"] {
         added(&mut c, id, 0);
     }
@@ -374,7 +374,7 @@ fn idle_executors_are_removed_down_to_the_target_and_never_below_min() {
 
     // Nothing to run: the target drops to minExecutors 3 in the same round, and one of four
     // goes.
-    let mut c = ExecutorAllocationCore::new(config(3, 10, 4, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(3, 10, 4, 1, 1.0));
     for id in ["1", "2", "3", "4"] {
         added(&mut c, id, 0);
     }
@@ -385,7 +385,7 @@ fn idle_executors_are_removed_down_to_the_target_and_never_below_min() {
 
 #[test]
 fn a_refused_kill_leaves_the_executor_a_candidate() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     added(&mut c, "1", 0);
     let r = c.schedule(60_000);
     let chosen = c.select_removals(&r.expired);
@@ -398,7 +398,7 @@ fn a_refused_kill_leaves_the_executor_a_candidate() {
 #[test]
 fn after_the_job_the_target_returns_to_min_and_idle_executors_go() {
     // The whole cycle: from 0, a 6-task stage on 1-core executors, min 0, max 4.
-    let mut c = ExecutorAllocationCore::new(config(0, 4, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 4, 0, 1, 1.0));
     submitted(&mut c, 0, 6, 0);
     assert_eq!(round(&mut c, 1_000, true), Some(1));
     assert_eq!(round(&mut c, 1_500, true), Some(3));
@@ -439,7 +439,7 @@ fn after_the_job_the_target_returns_to_min_and_idle_executors_go() {
 
 #[test]
 fn a_task_start_before_the_executors_registration_leaves_it_busy_when_it_registers() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     submitted(&mut c, 0, 2, 0);
     // The backend has executor 1 registered; its ExecutorAdded has not reached the listener.
     start(&mut c, 0, 0, "1", 1_000);
@@ -455,7 +455,7 @@ fn a_task_start_before_the_executors_registration_leaves_it_busy_when_it_registe
     c.round_done();
 
     // A task start for an executor the backend does not have active is not counted.
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     submitted(&mut c, 0, 1, 0);
     c.on_event(
         &SparkListenerEvent::TaskStart {
@@ -470,7 +470,7 @@ fn a_task_start_before_the_executors_registration_leaves_it_busy_when_it_registe
     assert_eq!(c.running_tasks(), 1, "the task itself still counts as running");
 }
 
-fn submitted_with(c: &mut ExecutorAllocationCore, stage_id: u32, prefs: &[&[&str]], now: u64) {
+fn submitted_with(c: &mut ExecutorAllocationManagerCore, stage_id: u32, prefs: &[&[&str]], now: u64) {
     let mut info = stage(stage_id, 0, prefs.len() as u32);
     info.task_locality_preferences = prefs
         .iter()
@@ -488,7 +488,7 @@ fn submitted_with(c: &mut ExecutorAllocationCore, stage_id: u32, prefs: &[&[&str
 
 #[test]
 fn requests_carry_the_placement_hints_of_the_active_stages() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 0, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 0, 1, 1.0));
     // Stage 0: three tasks prefer host1 (one of them host2 as well), one has no preference.
     submitted_with(&mut c, 0, &[&["host1"], &["host1", "host2"], &["host1"], &[]], 0);
     assert_eq!(c.locality_aware_tasks(), 3);
@@ -523,7 +523,7 @@ fn requests_carry_the_placement_hints_of_the_active_stages() {
 
 #[test]
 fn reset_restores_the_initial_target_and_forgets_the_executors() {
-    let mut c = ExecutorAllocationCore::new(config(0, 10, 2, 1, 1.0));
+    let mut c = ExecutorAllocationManagerCore::new(config(0, 10, 2, 1, 1.0));
     for id in ["1", "2", "3"] {
         added(&mut c, id, 0);
     }

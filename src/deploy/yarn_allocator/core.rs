@@ -6,11 +6,11 @@
 //!
 //! Nothing here sends a message, reads a clock or touches I/O: every method that needs the
 //! time takes `now`, and every method that decides something returns what should happen.
-//! The allocator actor around it does the messaging: it calls [`AllocatorState::update_resource_requests`]
-//! and sends Allocate to the ResourceManager with [`AllocatorState::pending_requests`] (plus
-//! [`AllocatorState::take_excluded_nodes_update`]), feeds the answer to
-//! [`AllocatorState::handle_allocated_containers`] and
-//! [`AllocatorState::process_completed_containers`], starts the containers it is told to
+//! The allocator actor around it does the messaging: it calls [`YarnAllocatorCore::update_resource_requests`]
+//! and sends Allocate to the ResourceManager with [`YarnAllocatorCore::pending_requests`] (plus
+//! [`YarnAllocatorCore::take_excluded_nodes_update`]), feeds the answer to
+//! [`YarnAllocatorCore::handle_allocated_containers`] and
+//! [`YarnAllocatorCore::process_completed_containers`], starts the containers it is told to
 //! launch (reporting back with `launch_succeeded` / `launch_failed`), releases the ones it is
 //! told to release, and forwards RemoveExecutor and loss-reason replies to the driver.
 //!
@@ -23,20 +23,15 @@
 //!
 //! Layer: deploy (the AM's allocator); pure, under the actor in `deploy::yarn_allocator`.
 
-mod exit_codes;
-mod failure_tracker;
-mod node_health_tracker;
-mod placement;
-
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use exit_codes::NOT_APP_AND_SYSTEM_FAULT_EXIT_STATUS;
-pub use exit_codes::{executor_exit_code, explain_exit_code};
-pub use failure_tracker::max_num_executor_failures;
-use failure_tracker::FailureTracker;
-use node_health_tracker::NodeHealthTracker;
-use placement::{locality_of_requested_containers, PlacementInput};
+use super::exit_codes::NOT_APP_AND_SYSTEM_FAULT_EXIT_STATUS;
+pub use super::exit_codes::{executor_exit_code, explain_exit_code};
+pub use super::failure_tracker::max_num_executor_failures;
+use super::failure_tracker::FailureTracker;
+use super::node_health_tracker::NodeHealthTracker;
+use super::placement::{locality_of_requested_containers, PlacementInput};
 
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::yarn::records::{
@@ -50,7 +45,7 @@ pub const DEFAULT_RESOURCE_PROFILE_ID: u32 = 0;
 pub const ANY_HOST: &str = "*";
 
 /// Scala's `Int.MaxValue`, which bounds Spark's counts.
-const SPARK_INT_MAX: u32 = i32::MAX as u32;
+pub(super) const SPARK_INT_MAX: u32 = i32::MAX as u32;
 
 /// Severity of a log line, as Spark logs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,7 +112,7 @@ impl Default for AllocatorSettings {
     }
 }
 
-/// What [`AllocatorState::update_resource_requests`] changed in the outstanding-request table.
+/// What [`YarnAllocatorCore::update_resource_requests`] changed in the outstanding-request table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestUpdate {
     /// New requests, in the order they were added.
@@ -183,7 +178,7 @@ pub struct LossReasonReply<T> {
     pub reason: ExecutorLossReason,
 }
 
-/// What [`AllocatorState::process_completed_containers`] decided.
+/// What [`YarnAllocatorCore::process_completed_containers`] decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompletionOutcome<T> {
     pub completed: Vec<CompletedContainer>,
@@ -225,7 +220,7 @@ fn line(level: LogLevel, message: String) -> LogLine {
     LogLine { level, message }
 }
 
-fn info(message: String) -> LogLine {
+pub(super) fn info(message: String) -> LogLine {
     line(LogLevel::Info, message)
 }
 
@@ -311,7 +306,7 @@ fn state_name(state: ContainerState) -> &'static str {
 /// YarnAllocator's state. `T` is whatever the actor needs to answer a GetExecutorLossReason
 /// later (a reply channel); the state only stores and returns it.
 #[derive(Debug)]
-pub struct AllocatorState<T = ()> {
+pub struct YarnAllocatorCore<T = ()> {
     executor_memory_mb: u64,
     executor_memory_overhead_mb: u64,
     task_cpus: u32,
@@ -338,14 +333,14 @@ pub struct AllocatorState<T = ()> {
     num_unexpected_container_release: u64,
     health: NodeHealthTracker,
     shutdown: bool,
-    /// Log lines not yet handed out (see [`AllocatorState::take_logs`]).
+    /// Log lines not yet handed out (see [`YarnAllocatorCore::take_logs`]).
     logs: Vec<LogLine>,
 }
 
-impl<T> AllocatorState<T> {
+impl<T> YarnAllocatorCore<T> {
     pub fn new(settings: AllocatorSettings) -> Self {
         let rp = DEFAULT_RESOURCE_PROFILE_ID;
-        let mut state = AllocatorState {
+        let mut state = YarnAllocatorCore {
             executor_memory_mb: settings.executor_memory_mb,
             executor_memory_overhead_mb: settings.executor_memory_overhead_mb,
             task_cpus: settings.task_cpus,
@@ -1203,15 +1198,15 @@ mod tests {
         }
     }
 
-    fn state(target: u32) -> AllocatorState<u32> {
-        AllocatorState::new(settings(target))
+    fn state(target: u32) -> YarnAllocatorCore<u32> {
+        YarnAllocatorCore::new(settings(target))
     }
 
     fn hints(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
         pairs.iter().map(|(h, n)| (h.to_string(), *n)).collect()
     }
 
-    fn set_target(s: &mut AllocatorState<u32>, total: u32) -> bool {
+    fn set_target(s: &mut YarnAllocatorCore<u32>, total: u32) -> bool {
         s.request_total_executors(total, 0, BTreeMap::new(), BTreeSet::new(), Duration::ZERO)
     }
 
@@ -1220,7 +1215,7 @@ mod tests {
     }
 
     /// Requests `n` any-host containers, allocates them on `hosts` and reports all launched.
-    fn run_executors(s: &mut AllocatorState<u32>, hosts: &[&str]) -> Vec<String> {
+    fn run_executors(s: &mut YarnAllocatorCore<u32>, hosts: &[&str]) -> Vec<String> {
         set_target(s, hosts.len() as u32);
         s.update_resource_requests(&no_racks);
         let containers: Vec<Container> = hosts
@@ -1417,7 +1412,7 @@ mod tests {
 
     #[test]
     fn containers_match_by_host_then_rack_then_any() {
-        let mut s = AllocatorState::<u32>::new(AllocatorSettings {
+        let mut s = YarnAllocatorCore::<u32>::new(AllocatorSettings {
             executor_id_start: 10,
             ..settings(0)
         });
@@ -1762,7 +1757,7 @@ mod tests {
 
     #[test]
     fn failures_expire_after_the_validity_interval() {
-        let mut s = AllocatorState::<u32>::new(AllocatorSettings {
+        let mut s = YarnAllocatorCore::<u32>::new(AllocatorSettings {
             failures_validity_interval: Some(Duration::from_secs(10)),
             ..settings(0)
         });
@@ -1785,7 +1780,7 @@ mod tests {
 
     #[test]
     fn hosts_are_excluded_after_too_many_failures() {
-        let mut s = AllocatorState::<u32>::new(AllocatorSettings {
+        let mut s = YarnAllocatorCore::<u32>::new(AllocatorSettings {
             launch_exclusion_enabled: true,
             max_failed_executors_per_node: 2,
             exclusion_timeout: Duration::from_secs(60),

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use super::SPARK_INT_MAX;
+use super::core::SPARK_INT_MAX;
 
 /// The cap on executor failures before the ApplicationMaster gives up (exit code 11), by
 /// Spark's rule: an explicit `spark.executor.maxNumFailures` wins; otherwise twice the

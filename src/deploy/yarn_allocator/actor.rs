@@ -1,5 +1,5 @@
 //! YarnAllocator, at `<container>/am/allocator`: the actor around Spark's allocation rules
-//! ([`super::allocator_state`]).
+//! ([`super::core`]). Layer: deploy.
 //!
 //! On start it asks the driver for the last executor id it allocated
 //! (RetrieveLastAllocatedExecutorId) and the ResourceManager for the cluster's racks, and
@@ -43,15 +43,15 @@ use actix::{
 };
 use tokio::sync::oneshot;
 
-use super::allocator_state::{
-    max_num_executor_failures, AllocatorSettings, AllocatorState, LogLevel, LogLine, LossReasonAnswer,
+use super::core::{
+    max_num_executor_failures, AllocatorSettings, LogLevel, LogLine, LossReasonAnswer, YarnAllocatorCore,
 };
-use super::executor_runnable::{ExecutorRunnable, LaunchExecutor};
-use super::reporter::ResetAllocatorInterval;
-use super::resources::executor_memory;
 use crate::conf::{self, SparkConf};
 use crate::deploy::executor_runnable::LauncherProtocol;
+use crate::deploy::executor_runnable::{ExecutorRunnable, LaunchExecutor};
 use crate::deploy::reporter::ReporterProtocol;
+use crate::deploy::reporter::ResetAllocatorInterval;
+use crate::deploy::resources::executor_memory;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
 use crate::scheduler::loss_reason::ExecutorLossReason;
@@ -214,7 +214,7 @@ pub struct LaunchResult {
 /// id of the last answer seen), and the containers watched and launches under way.
 #[derive(Default)]
 pub struct AllocatorKept {
-    state: Option<AllocatorState<LossReasonReply>>,
+    state: Option<YarnAllocatorCore<LossReasonReply>>,
     racks: BTreeMap<String, String>,
     /// Containers to release with the next Allocate.
     releases: Vec<ContainerId>,
@@ -519,7 +519,7 @@ impl Actor for YarnAllocator {
                 });
                 let mut settings = act.config.settings.clone();
                 settings.executor_id_start = u32::try_from(last).unwrap_or(u32::MAX);
-                let mut st = AllocatorState::new(settings);
+                let mut st = YarnAllocatorCore::new(settings);
                 tracing::info!(
                     target_executors = st.target(),
                     last_executor_id = last,

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::core::{info, LogLine};
 use super::failure_tracker::FailureTracker;
-use super::{info, LogLine};
 
 /// Which nodes are excluded and why (YarnAllocatorNodeHealthTracker).
 #[derive(Debug)]
