@@ -2,6 +2,8 @@
 //! the fault-injection suite and actors.md share), and fault plans from the configuration
 //! of an embedded run:
 //!
+//! Layer: chaos (fault plans from the configuration, above apps).
+//!
 //! - `spark.sparkyard.chaos.plan=<glob>@<k>[:panic],...`: kill what matches `<glob>` once
 //!   the k-th task of the run has finished (as a stop, or as a panic with `:panic`);
 //! - `spark.sparkyard.chaos.seed=<n>`: a seeded random plan of `spark.sparkyard.chaos.kills`

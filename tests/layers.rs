@@ -372,3 +372,53 @@ fn a_cycle_is_found_unless_an_allowed_import_closes_it_and_a_stale_allowance_is_
         vec!["scheduler/gone.rs imports crate::deploy".to_string()]
     );
 }
+
+/// The files under `src` whose module head (the leading `//!` lines) does not say what layer
+/// the file belongs to: the word "layer" and the name of its top-level module.
+fn heads_without_their_layer(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+        let top = first.trim_end_matches(".rs");
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let head: String = text
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_lowercase();
+        if !head.contains("layer") || !head.contains(top) {
+            found.push(rel.display().to_string());
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn every_module_head_says_its_layer() {
+    let found = heads_without_their_layer(&src());
+    assert!(
+        found.is_empty(),
+        "module heads that do not name their layer:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_head_without_its_layer_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("yarn")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod yarn;\n").unwrap();
+    std::fs::write(src.join("yarn/mod.rs"), "//! YARN. Layer: yarn.\n").unwrap();
+    std::fs::write(src.join("yarn/node.rs"), "//! A node.\n\nuse std::fmt;\n").unwrap();
+    std::fs::write(src.join("yarn/rm.rs"), "use std::fmt;\n//! Layer: yarn.\n").unwrap();
+    assert_eq!(heads_without_their_layer(src), vec!["yarn/node.rs", "yarn/rm.rs"]);
+}

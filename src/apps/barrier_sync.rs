@@ -1,6 +1,8 @@
 //! `sparkyard.examples.BarrierSync [--tasks N] [--rounds R] [--ms M] [--fail-attempts K]
 //! [--skip-barrier P]`: barrier execution mode.
 //!
+//! Layer: apps (the built-in applications, above the Spark side).
+//!
 //! `parallelize(0 until N, N).barrier().mapPartitions(...)` is a barrier stage of N tasks:
 //! they are launched all together (or not at all), and each passes R global syncs
 //! (`BarrierTaskContext.allGather`), arriving at each after a sleep of M × (partition + 1)

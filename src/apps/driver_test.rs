@@ -1,5 +1,7 @@
 //! `sparkyard.examples.DriverTest`: an application for the submission path itself.
 //!
+//! Layer: apps (the built-in applications, above the Spark side).
+//!
 //! By default it creates a SparkContext, waits until the executors it asked for have
 //! registered (bounded by `spark.scheduler.maxRegisteredResourcesWaitingTime`), prints how
 //! many did (the DriverEndpoint's count) and stops. Options:

@@ -5,6 +5,8 @@
 //! task) the job fails with Spark's abort message. The draw depends on the seed, the
 //! partition and the attempt number: `--seed` makes a run repeatable (without it the seed
 //! is the time). Spark's example runs `foreach`; this one counts, the same job.
+//!
+//! Layer: apps (the built-in applications, above the Spark side).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

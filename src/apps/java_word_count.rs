@@ -3,6 +3,8 @@
 //! dropped), paired with 1, `reduceByKey(_ + _)`, collected, and printed `word: count` one
 //! per line. Two stages: the map side (textFile, flatMap, mapToPair) and the reduce side.
 //! Without a file argument it prints Spark's usage line and exits with status 1.
+//!
+//! Layer: apps (the built-in applications, above the Spark side).
 
 use crate::context::{AppEnv, AppError, SparkContext};
 use crate::rdd::Value;

@@ -1,5 +1,7 @@
 //! `sparkyard.examples.MapCount`: seed 002's job.
 //!
+//! Layer: apps (the built-in applications, above the Spark side).
+//!
 //! ```scala
 //! val parallelizedRDD = sc.parallelize(Seq(1,2,3,4,5,6,7,8,9,10), 2)
 //! val transformedRDD = parallelizedRDD.map(_ + "th value")

@@ -7,6 +7,8 @@
 //! of durations); `--jobs J` runs J such jobs one after the other; `--linger D` keeps the
 //! driver up for D (`5s`, `500ms`, or ms) after the last job, so idle executors can be seen
 //! released. Prints how long each job took.
+//!
+//! Layer: apps (the built-in applications, above the Spark side).
 
 use std::time::Duration;
 

@@ -3,6 +3,8 @@
 //! each mapped to 1 if a random point of the square falls in the unit circle, summed with
 //! `reduce(_ + _)`; prints `Pi is roughly <4.0 * count / (n - 1)>`.
 //!
+//! Layer: apps (the built-in applications, above the Spark side).
+//!
 //! The random points come from a SplitMix64 sequence seeded by the point's number, so a run
 //! is repeatable and a retried task computes the same points (Spark's `math.random` is not
 //! repeatable; the estimate is as good).

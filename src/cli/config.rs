@@ -1,5 +1,7 @@
 //! Loading and checking the configuration a command starts with.
 //!
+//! Layer: cli (the top: parses commands and assembles processes).
+//!
 //! `submit` and `node` read `<config dir>/spark-defaults.conf` and `<config dir>/yarn-site.conf`
 //! (the directory from `--config-dir`, else `$SPARKYARD_CONF_DIR`, else `./config`), apply
 //! `--conf key=value` on top, and validate every known key before anything starts, so a bad

@@ -1,5 +1,7 @@
 //! The live node's controls: `sparkyard actors`, `sparkyard chaos` and `sparkyard rmadmin`.
 //!
+//! Layer: cli (the top: parses commands and assembles processes).
+//!
 //! Both talk to a running `sparkyard node` over its client port, found as `submit --master
 //! yarn` finds it (`yarn.resourcemanager.address` from `--config-dir` and `--conf`), with
 //! sparkyard's admin calls ([`AdminRequest`]) next to YARN's client protocol:

@@ -1,5 +1,7 @@
 //! The `sparkyard` command line: `submit | node | logs | actors | chaos | rmadmin | executor`.
 //!
+//! Layer: cli (the top: parses commands and assembles processes).
+//!
 //! Every bad input ends with one line on stderr naming the problem and a non-zero status;
 //! clap's multi-line errors are cut to their first line. `submit` and `executor` take their
 //! arguments raw and parse them as spark-submit and CoarseGrainedExecutorBackend do, so

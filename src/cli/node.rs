@@ -1,5 +1,7 @@
 //! `sparkyard node`: the all-in-one node as a long-running process.
 //!
+//! Layer: cli (the top: parses commands and assembles processes).
+//!
 //! It binds `yarn.resourcemanager.address` (loopback by default, since the port has no
 //! authentication yet; port 0 picks a free one), starts the ResourceManager, the
 //! NodeManagers of the configuration and the client port, prints one readiness line with

@@ -1,5 +1,7 @@
 //! `sparkyard submit`: spark-submit's command line.
 //!
+//! Layer: cli (the top: parses commands and assembles processes).
+//!
 //! Parsing follows SparkSubmitArguments (everything after the primary resource belongs to the
 //! application); then the configuration is assembled the way spark-submit does it (command
 //! line flags > `--conf` > properties file > environment) on top of `yarn-site.conf`, and

@@ -1,5 +1,7 @@
 //! Typed configuration entries: the machinery behind the key constants of `keys.rs`.
 //!
+//! Layer: conf (above the runtime).
+//!
 //! An entry couples a key (plus its alternative, older names) with a *value kind* that
 //! parses the raw string (time, size, boolean, integer, decimal, string, one of a fixed set,
 //! comma list, host:port), a default (a string parsed like a user value, or another entry to

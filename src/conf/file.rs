@@ -2,6 +2,8 @@
 //! sparkyard's `yarn-site.conf`, with the rules of `java.util.Properties.load` as Spark uses
 //! it (`Utils.getPropertiesFromFile`):
 //!
+//! Layer: conf (above the runtime).
+//!
 //! - lines end with `\n`, `\r` or `\r\n`; leading spaces, tabs and form feeds are ignored;
 //! - blank lines and lines whose first non-blank character is `#` or `!` are skipped;
 //! - a line ending in an odd number of backslashes continues on the next line (whose leading

@@ -2,6 +2,8 @@
 //! names, defaults and value checks), the YARN keys of `yarn-site.conf` (with YARN's
 //! defaults), and sparkyard's own `spark.sparkyard.*` runtime keys.
 //!
+//! Layer: conf (above the runtime).
+//!
 //! Constants are named after Spark's Scala constants where Spark has one (`EXECUTOR_CORES`,
 //! `RPC_ASK_TIMEOUT`, ...) and after Hadoop's `YarnConfiguration` constants for YARN keys.
 //! Every constant is also listed in [`known_keys`], which `SparkConf::validate` and key

@@ -1,6 +1,8 @@
 //! The NodeManagers of sparkyard's all-in-one node, declared in `yarn-site.conf` with one key
 //! per node: `yarn.sparkyard.nodemanager.<host> = rack=/rack1,memory-mb=8192,vcores=8`.
 //!
+//! Layer: conf (above the runtime).
+//!
 //! Every field is optional: `rack` defaults to `/default-rack` (YARN's default rack),
 //! `memory-mb` to `yarn.nodemanager.resource.memory-mb` and `vcores` to
 //! `yarn.nodemanager.resource.cpu-vcores`. Without any node key there is one node, `host1`.

@@ -2,6 +2,8 @@
 //! its own configuration: time strings (`JavaUtils.timeStringAs`), byte-size strings
 //! (`JavaUtils.byteStringAs`), booleans, integers, decimals and comma lists.
 //!
+//! Layer: conf (above the runtime).
+//!
 //! Every parser is total: any input gives `Ok` or an `Err` with a one-line message that
 //! quotes the offending value (control characters escaped); none of them panics, and
 //! arithmetic overflow is reported as an error.

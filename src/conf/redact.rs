@@ -4,6 +4,8 @@
 //! every printer: `submit -v`, the event log's environment, the launch contexts the Client and
 //! the ApplicationMaster log.
 //!
+//! Layer: conf (above the runtime).
+//!
 //! Spark searches both the key and the value (its `findFirstIn`): a value such as
 //! `--conf spark.executorEnv.X_PASSWORD=...` inside a command line is caught even under an
 //! innocent key. `redactCommandLineArgs` does the same for `-Dkey=value` arguments. The

@@ -2,6 +2,8 @@
 //! bad value anywhere is reported before anything starts), unknown `spark.*` and `yarn.*`
 //! keys produce warnings with the nearest known key, and a few rules that span several keys
 //! are enforced (the same ones Spark and YARN check at start-up).
+//!
+//! Layer: conf (above the runtime).
 
 use std::fmt;
 

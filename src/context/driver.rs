@@ -1,5 +1,7 @@
 //! The driver's subtree: where its actors live and how it starts and stops.
 //!
+//! Layer: context (the Spark side: SparkContext, above executor).
+//!
 //! `<parent>/driver` is a supervisor (one_for_one) with, in start order:
 //! - `listener-bus` (LiveListenerBus): SparkListener events to the listeners;
 //! - `dag-scheduler` (DAGScheduler's event loop): jobs, stages, the map output tracker;

@@ -2,6 +2,8 @@
 //! runs their jobs through the driver's actors (SparkContext.runJob → DAGScheduler
 //! submitJob → JobWaiter).
 //!
+//! Layer: context (the Spark side: SparkContext, above executor).
+//!
 //! runJob asks the DAGScheduler to submit the job (bounded by the ask time-out) and then
 //! waits on the job's waiter. The wait ends when the job ends, when the application is
 //! cancelled (its container stops: the job is cancelled as SparkContext.stop cancels

@@ -1,6 +1,8 @@
 //! What an application's code sees: its environment ([`AppEnv`]: arguments, configuration,
 //! output) and its [`SparkContext`].
 //!
+//! Layer: context (the Spark side: SparkContext, above executor).
+//!
 //! An application's `main` runs on its own thread (Spark's "Driver" thread: inside the AM
 //! container in cluster mode, inside the submitting process in client mode) and calls the
 //! actors through blocking calls with bounds. Creating a SparkContext starts the driver's

@@ -1,6 +1,8 @@
 //! ApplicationMasterArguments: the AM container's command-line arguments, as the Client
 //! writes them into the AM's launch command and the NodeManager hands them back.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! `--jar`, `--class`, `--primary-py-file`, `--primary-r-file`, `--arg` (repeated, in
 //! order), `--properties-file`, `--dist-cache-conf`. An unknown argument is refused with
 //! Spark's "Unknown/unsupported param" and the usage text; the container then exits 1.

@@ -1,6 +1,8 @@
 //! AMEndpoint (ApplicationMaster.AMEndpoint, Spark's `YarnAM`), at `<container>/am/am-endpoint`:
 //! the AM's side of the conversation with the driver's YarnSchedulerEndpoint.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! On start it registers with the driver (RegisterClusterManager). It serves the driver's
 //! RequestExecutors (new totals for the allocator; a change wakes the reporter so the
 //! request reaches the ResourceManager at once), KillExecutors and GetExecutorLossReason

@@ -1,5 +1,7 @@
 //! ApplicationMaster: the AM of one application attempt, at `<container>/am/application-master`.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! Cluster mode (`runDriver`): it starts the user's main on a separate "Driver" thread and
 //! waits up to `spark.yarn.am.waitTime` for the SparkContext (`sparkContextPromise`). When
 //! the context reports in (`sparkContextInitialized`), the AM registers with the

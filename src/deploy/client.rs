@@ -1,6 +1,8 @@
 //! The YARN Client (YarnClusterApplication → Client), at `/submit/client`: submits an
 //! application to the ResourceManager and follows it.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! submitApplication: a new application id, the check that the AM and executor containers
 //! fit the cluster's maximum (Spark's "Required ... memory ... is above the max threshold"
 //! message otherwise), the AM's launch context (its command as an argument vector, the

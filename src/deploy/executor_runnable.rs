@@ -1,5 +1,7 @@
 //! ExecutorRunnable and its launcher pool, at `<container>/am/launcher`.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! ExecutorRunnable.prepareCommand builds an executor container's launch command as an
 //! argument vector (`sparkyard [-D...] executor --driver-url ... --executor-id ...
 //! --hostname ... --cores ... --app-id ... --resourceProfileId ...`), with the executor's

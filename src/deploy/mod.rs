@@ -2,6 +2,8 @@
 //! Client, the ApplicationMaster with its AMEndpoint, YarnAllocator (and its decision
 //! logic), the allocation reporter, ExecutorRunnable's launcher, and client mode's
 //! YarnClientSchedulerBackend.
+//!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
 
 pub mod am_args;
 pub mod am_endpoint;

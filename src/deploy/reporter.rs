@@ -1,5 +1,7 @@
 //! The allocation reporter (ApplicationMaster's "Reporter" thread), at `<container>/am/reporter`.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! Its loop (allocationThreadImpl): if the executor failures reached the cap, finish the
 //! attempt FAILED with exit 11 ("Max number of executor failures (N) reached"); if every
 //! node is excluded, the same with Spark's message; else one allocation heartbeat. An

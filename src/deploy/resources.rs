@@ -5,6 +5,8 @@
 //! for an executor also its off-heap memory (`spark.memory.offHeap.size`, when
 //! `spark.memory.offHeap.enabled`) and, for a Python application, its PySpark memory
 //! (`spark.executor.pyspark.memory`).
+//!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
 
 use crate::conf::{self, SparkConf};
 use crate::yarn::records::Resource;

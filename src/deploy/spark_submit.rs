@@ -1,5 +1,7 @@
 //! SparkSubmit, at `/submit/spark-submit`: doSubmit's four actions for one command line.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! SUBMIT picks the child main class as prepareSubmitEnvironment does: in cluster mode
 //! YarnClusterApplication, whose Client (`/submit/client`) submits the application and
 //! follows it; in client mode the user's class itself, run in this process on its own

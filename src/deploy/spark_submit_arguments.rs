@@ -1,5 +1,7 @@
 //! The command line of `sparkyard submit`, read the way Apache Spark's `spark-submit` reads it.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! Three steps, as in Spark's `SparkSubmitArguments`:
 //!
 //! 1. [`parse`] walks the arguments with the rules of Spark's `SparkSubmitOptionParser`: every

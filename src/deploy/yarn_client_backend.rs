@@ -1,6 +1,8 @@
 //! Client mode's YarnClientSchedulerBackend over the embedded ResourceManager: the YARN side
 //! of a driver that runs in the submitting process.
 //!
+//! Layer: deploy (the Spark side: spark-submit, the YARN Client, the ApplicationMaster; above context).
+//!
 //! **start** submits the application whose AM is the ExecutorLauncher and waits until it
 //! runs (waitForApplication: an application that ends first fails the SparkContext with its
 //! diagnostics), then starts the "YARN application state monitor", which follows the

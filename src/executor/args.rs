@@ -3,6 +3,8 @@
 //! vector an ApplicationMaster puts in a container launch command (the order of Spark's
 //! `ExecutorRunnable.prepareCommand`). The NodeManager reads launch commands with the same
 //! parser, so whatever [`executor_command`] builds, [`parse_executor_args`] reads back.
+//!
+//! Layer: executor (the Spark side, above scheduler).
 
 use std::fmt;
 

@@ -2,6 +2,8 @@
 //! started by a NodeManager from the container's launch command (`sparkyard executor
 //! --driver-url ... --executor-id ...`), at `<container>/executor-<id>`.
 //!
+//! Layer: executor (the Spark side, above scheduler).
+//!
 //! On start it fetches the application's configuration from the driver
 //! (RetrieveSparkAppConfig, up to 3 tries) and asks RegisterExecutor; on success it sends
 //! itself RegisteredExecutor, creates its executor and tells the driver LaunchedExecutor; on

@@ -4,6 +4,8 @@
 //! directly; reduce tasks elsewhere fetch through the backend (FetchShuffleBlocks). The
 //! store lives and dies with its executor, so a lost executor loses its map outputs, as
 //! it does in Spark without an external shuffle service.
+//!
+//! Layer: executor (the Spark side, above scheduler).
 
 use std::sync::Arc;
 

@@ -1,5 +1,7 @@
 //! The executor's bounded task pool: task bodies run here, never on an actor's thread.
 //!
+//! Layer: executor (the Spark side, above scheduler).
+//!
 //! At most `max_threads` worker threads (the executor's cores), started as work arrives
 //! and ended after a minute idle or when the pool shuts down. Work queues while every
 //! thread is busy (the driver's core accounting keeps the queue short). A panic in a job

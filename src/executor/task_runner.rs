@@ -1,5 +1,7 @@
 //! Running one task on an executor (Spark's Executor.TaskRunner), on a task-pool thread.
 //!
+//! Layer: executor (the Spark side, above scheduler).
+//!
 //! The runner reports RUNNING, decodes the stage binary (cached per stage attempt, as
 //! Spark fetches a broadcast once per executor) and the task's slice, computes the
 //! partition with `rdd::run_task`, keeps a map task's buckets in the block store, and

@@ -1,5 +1,7 @@
 //! The log context: which cluster, node, actor and ids a record is about.
 //!
+//! Layer: logs, the bottom layer (under the runtime; see actors.md "Layers").
+//!
 //! Every actor cell owns one [`LogCtx`] and enters it (a thread-local, see [`LogScope`])
 //! while its actor runs, so every `tracing` record emitted by a handler, timer or lifecycle
 //! hook carries the actor's path, type, incarnation and the app/container/executor ids of its

@@ -1,5 +1,7 @@
 //! Human-readable rendering of sparkyard's structured JSON log records.
 //!
+//! Layer: logs, the bottom layer (under the runtime; see actors.md "Layers").
+//!
 //! One record becomes one line:
 //!
 //! ```text

@@ -2,6 +2,8 @@
 //! in time order across all the files of a log directory, so one command answers "what was
 //! killed, what noticed, and what recovered".
 //!
+//! Layer: logs, the bottom layer (under the runtime; see actors.md "Layers").
+//!
 //! A supervision record is one of:
 //!
 //! - the fault injector's `fault_injected`, `fault_skipped` and `partition_started`;

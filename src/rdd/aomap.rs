@@ -2,6 +2,8 @@
 //! (`ExternalAppendOnlyMap` on the reduce side, `PartitionedAppendOnlyMap` in the map-side
 //! `ExternalSorter`), reproduced so that records come out in the order Spark's come out.
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Slots are `rehash(key.hashCode) & mask`, `rehash` being Guava's
 //! `murmur3_32().hashInt` ([`murmur3_hash_int`]); collisions probe quadratically
 //! (`pos += 1, 2, 3, ...`); the table starts at 64 slots and doubles once it holds more than

@@ -3,6 +3,8 @@
 //! [`JobRunner`] that the SparkContext implements (and [`LocalRunner`](super::LocalRunner)
 //! in-process).
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Names, call sites and ids follow Spark: every RDD gets the next id of its context when
 //! it is created, `textFile` creates a HadoopRDD and a MapPartitionsRDD (two ids, as Spark's
 //! `hadoopFile(...).map(_._2.toString)` does), call sites read `"<method> at <App>"` with the

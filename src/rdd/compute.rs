@@ -1,6 +1,8 @@
 //! How a task computes its partition (what `RDD.compute` and the shuffle reader/writer do
 //! in Spark), behind [`run_task`](super::task::run_task).
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Records stream through boxed iterators of `Result<Value, TaskError>`, pulled by the
 //! task's consumer (the action's function or the shuffle writer); the first error ends the
 //! task. Per RDD kind:

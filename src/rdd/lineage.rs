@@ -4,6 +4,8 @@
 //! shuffled RDD with a partitioner and an aggregator); a task carries the part of the
 //! lineage it needs, encoded with rmp-serde.
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Stage boundaries are shuffle dependencies: [`Lineage::shuffle_dependencies`] gives the
 //! ones a stage reads, [`Lineage::for_stage`] the sub-graph one stage computes.
 

@@ -2,6 +2,8 @@
 //! [`run_task`] executors use — the reference evaluator the distributed engine's answers are
 //! compared with, and what this module's tests run on.
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! A job is split into stages at shuffle dependencies; missing map stages run first (parents
 //! before children), every task of a stage in partition order, one attempt each. Map
 //! outputs stay in memory for the runner's life, so a later job reading the same shuffle

@@ -1,6 +1,8 @@
 //! Lineage as data: values, RDD graphs, partitions, dependencies, registered operations,
 //! how a task computes its partition, and the RDD API applications use.
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Closures cannot be shipped, so lineage is data and operations are registered by name in
 //! the binary (as Spark ships a user's jar):
 //! * [`value`] — the records ([`Value`]), with JVM hash codes and Scala-style display;

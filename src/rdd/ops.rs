@@ -2,6 +2,8 @@
 //! user's jar), which lineage nodes refer to by name ([`OpCall`](super::lineage::OpCall))
 //! together with their arguments (what a Scala closure would have captured).
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! An operation is one of five kinds ([`Op`]): `Map` (a record to a record), `Filter` (a
 //! predicate), `FlatMap` (a record to any number of records, pushed into a buffer the
 //! runtime reuses), `MapPartitions` (an iterator of the partition's records to an iterator)

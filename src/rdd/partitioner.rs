@@ -1,6 +1,8 @@
 //! Which reduce partition a key goes to, as Spark's `HashPartitioner` decides it:
 //! `Utils.nonNegativeMod(key.hashCode, numPartitions)`, `null` keys to 0 — and Spark's
 //! `Partitioner.defaultPartitioner` rule for choosing one.
+//!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
 
 use std::fmt;
 

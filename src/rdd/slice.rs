@@ -1,6 +1,8 @@
 //! Slices of a parallelized collection (ParallelCollectionRDD's partitions) and how a
 //! collection is cut into them, following `ParallelCollectionRDD.slice`.
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Slice `i` of `n` holds the elements at positions `i*len/n .. (i+1)*len/n` (integer
 //! division on 128-bit products, so `1 to 10` in 2 slices is `1..5` and `6..10`, and `1 to 3`
 //! in 5 is `[], [1], [], [2], [3]`, as Spark 4.3's `glom()` shows). An integer range stays a

@@ -1,6 +1,8 @@
 //! What a task computes and how it runs where it is sent: the stage binary (the lineage of
 //! one stage and what to do with a partition), the task context the executor provides
 //! (cancellation, sleeping on the cluster clock, shuffle fetches), and the outcome.
+//!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
 
 use std::fmt;
 use std::time::Duration;

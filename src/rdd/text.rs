@@ -3,6 +3,8 @@
 //! like Hadoop's `LineRecordReader`. Checked against Spark 4.3 / Hadoop 3.5 on the same files
 //! (split plans, per-split line counts, the lines themselves).
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Planning ([`hadoop_splits`]): `goalSize = totalSize / max(minPartitions, 1)`,
 //! `splitSize = max(minSize = 1, min(goalSize, blockSize))`; while `remaining / splitSize >
 //! 1.1` (SPLIT_SLOP) a split of `splitSize` bytes is cut, the rest (if any) is the last

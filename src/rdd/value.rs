@@ -1,6 +1,8 @@
 //! `Value`: the records an RDD holds, with a total order, a hash consistent with equality,
 //! Scala-style display and the JVM hash codes Spark's `HashPartitioner` relies on.
 //!
+//! Layer: rdd (the Spark side's data model, above yarn; no actors).
+//!
 //! Equality, ordering and hashing are structural and by variant: `I64(1)` and `F64(1.0)` are
 //! different values (as `1L` and `1.0` are different keys in a Scala `HashMap`). Variants
 //! order as `Null < Bool < I64 < F64 < Str < Bytes < Pair < List`; inside a variant the

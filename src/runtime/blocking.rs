@@ -1,5 +1,7 @@
 //! Calling actors from plain threads.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! The user's application code runs on its own thread (Spark's "Driver" thread), and task
 //! bodies run on worker threads; neither is an actor, and neither may block an actor's
 //! thread. [`block_on`] runs a future (an ask, usually) on the cluster's arbiter and waits

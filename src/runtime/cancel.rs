@@ -1,5 +1,7 @@
 //! Cooperative cancellation.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! Rust threads cannot be killed, so a stopped container or a killed task signals a
 //! [`CancelToken`] that its code checks. Blocking waits on a token (and the clock's
 //! `blocking_sleep`) return [`Cancelled`] as soon as it fires, and async code can await

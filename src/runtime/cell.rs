@@ -1,5 +1,7 @@
 //! The cell: what runs one incarnation of an actor.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! actix's own `Supervisor` restarts an actor only when it stops itself; a panic in a handler
 //! kills the actor for good and throws its mailbox away. So every sparkyard actor runs inside
 //! a [`Cell`], a future that polls the actor's actix context inside [`catch`]: a panic in a

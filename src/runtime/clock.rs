@@ -1,5 +1,7 @@
 //! The cluster's one clock, real or manual.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! Timers, ask time-outs, deadlines and task sleeps all read a [`Clock`], so a test can use a
 //! manual clock and step time explicitly with [`Clock::advance`] instead of sleeping through
 //! real time-outs. (tokio's paused clock is per runtime and advances by itself when the

@@ -1,5 +1,7 @@
 //! A cluster instance: everything the runtime keeps per cluster.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! Registry, fault injector, clock and log routing belong to one [`Cluster`], and every log
 //! record carries its `cluster` id, so several clusters run side by side in one process
 //! (parallel tests) without colliding. A cluster is made inside an actix system; its

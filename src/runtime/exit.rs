@@ -1,4 +1,6 @@
 //! Why an actor incarnation ended: the reason a supervisor acts on and a watcher receives.
+//!
+//! Layer: runtime (above logs, under everything else).
 
 use std::fmt;
 

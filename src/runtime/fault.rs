@@ -1,5 +1,7 @@
 //! Fault injection: kills, partitions and fault plans.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! - Kill any actor, or every actor whose path matches a glob, as a *stop* (its
 //!   `stopping()`/`stopped()` run and it exits `Killed`) or as a *panic* (a real panic is
 //!   raised inside its cell), now or after a delay on the cluster clock.

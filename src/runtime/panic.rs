@@ -1,5 +1,7 @@
 //! Catching panics and the quiet panic hook.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! Every actor is polled inside [`catch`], so a panic in a handler, a timer closure, a
 //! spawned future or a lifecycle hook becomes a failure with its message and location that
 //! the supervisor acts on. While a thread is inside [`catch`], the process-wide hook records

@@ -1,5 +1,7 @@
 //! Actor paths and path globs.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! Every actor has a path in the supervision tree, such as `/node/rm` or
 //! `/node/nm-host1/container_1_0001_01_000001/am/allocator`. A segment is the component's
 //! name in kebab case (`driver-endpoint`), an executor's is `executor-<id>`, a container's is

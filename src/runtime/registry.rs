@@ -1,5 +1,7 @@
 //! The name registry: actor path → the live incarnation, and death-watch subscriptions.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! Peers never keep an actor's actix address; they keep its path and resolve it here on
 //! each send (a dashmap read), so a message sent after a restart reaches the new
 //! incarnation. Incarnation numbers are per path and only grow, across restarts and across

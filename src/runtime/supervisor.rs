@@ -1,5 +1,7 @@
 //! Supervisors with the semantics of Erlang/OTP's.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! A [`Supervisor`] is an actor with an ordered list of [`ChildSpec`]s. It starts them in
 //! order and stops them in reverse order, each within its shutdown time-out (then it aborts
 //! the child). When a child ends on its own, its restart type decides whether it comes back

@@ -1,5 +1,7 @@
 //! Actor timers on the cluster clock.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! actix's `run_interval` reads tokio's clock; these read the cluster's [`Clock`], so a test
 //! with a manual clock steps them explicitly. Each timer is an actor future spawned into the
 //! actor's context: its closure runs on the actor with `&mut self` and the context, inside

@@ -1,6 +1,8 @@
 //! Death watch: an actor watches another by path and receives [`Terminated`] with the
 //! watched incarnation's exit reason when it ends.
 //!
+//! Layer: runtime (above logs, under everything else).
+//!
 //! A watch covers one incarnation, as an Erlang monitor covers one process: after a restart
 //! the watcher watches again if it still cares. Watching a path where nothing runs delivers
 //! `Terminated` with [`ExitReason::NoProc`] at once. A watcher that is itself restarted

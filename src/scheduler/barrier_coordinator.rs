@@ -1,6 +1,8 @@
 //! BarrierCoordinator (Spark's `barrierSync` endpoint), at `<driver>/barrier-coordinator`:
 //! the global sync of a barrier stage's tasks.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! A barrier task's `BarrierTaskContext.barrier()` or `allGather(message)` asks
 //! [`RequestToSync`] with the stage attempt, its partition, its barrier epoch (how many
 //! syncs it has passed) and its message, and waits. The coordinator keeps, per stage

@@ -1,6 +1,8 @@
 //! DriverEndpoint (CoarseGrainedSchedulerBackend.DriverEndpoint, Spark's
 //! `CoarseGrainedScheduler`): where executors register.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! It keeps the executor map: an executor registers with zero free cores and gets its cores
 //! when it reports LaunchedExecutor; a duplicate id is refused with Spark's message. It
 //! watches every registered executor, which stands for Spark's RPC disconnect: when one

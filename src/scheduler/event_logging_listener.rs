@@ -3,6 +3,8 @@
 //! (so the LogStart and ResourceProfileAdded lines come first), sees every event the bus
 //! carries, and on stop renames the `.inprogress` file to its final name. A failed write is
 //! logged once and the log goes on (Spark logs and carries on too).
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::path::PathBuf;
 

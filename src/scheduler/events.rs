@@ -3,6 +3,8 @@
 //! and the DriverEndpoint post them on the listener bus; the event log writes them in
 //! Spark's JsonProtocol (`scheduler::event_log`), which Spark's History Server reads.
 //! Times are milliseconds since the Unix epoch.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,8 @@
 //! HeartbeatReceiver (Spark's `HeartbeatReceiver` endpoint), at `<driver>/heartbeat-receiver`:
 //! the driver's view of which executors are alive.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! Executors send `Heartbeat` every `spark.executor.heartbeatInterval` (10 s); each one
 //! from a known executor records when it was last seen. The receiver learns executors from
 //! the listener bus: its [`HeartbeatListener`] sends it [`ExecutorRegistered`] on

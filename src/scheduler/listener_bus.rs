@@ -2,6 +2,8 @@
 //! and the SparkContext to the listeners (the event log, the application's own listeners,
 //! later the ExecutorAllocationManager), in order, on its own actor.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! Posting goes through a [`ListenerBusRef`] into the bus's queue (Spark's
 //! AsyncEventQueue), a bounded [`DurableInbox`] of
 //! `spark.scheduler.listenerbus.eventqueue.capacity` (10000) events: as Spark does, an

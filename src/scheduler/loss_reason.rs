@@ -1,6 +1,8 @@
 //! Why an executor was lost (Spark's ExecutorLossReason family). The allocator produces
 //! them from container exit statuses; the driver uses them to decide whether the
 //! executor's running tasks count as failed.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::fmt;
 

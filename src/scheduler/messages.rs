@@ -3,6 +3,8 @@
 //! travel as paths (an executor's `executor_ref`, the AM's endpoint), so a receiver
 //! addresses the sender through the registry. All derive serde: in the real system every
 //! one of these crosses a process boundary.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -2,6 +2,8 @@
 //! event loop actor in `dag_scheduler`), TaskSchedulerImpl and TaskSetManager, the
 //! DriverEndpoint and YarnSchedulerEndpoint, the revive timer, the listener bus and the
 //! event log, Spark's cluster messages, task wire types and executor loss reasons.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 pub mod backend_utils;
 pub mod barrier_coordinator;

@@ -3,6 +3,8 @@
 //! first at once, so task sets that found no free cores get offers again. Its own actor so
 //! it can be killed and restarted on its own; the timer is registered in `started()`, so
 //! every incarnation ticks again.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::time::Duration;
 

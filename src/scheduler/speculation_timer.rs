@@ -8,6 +8,8 @@
 //! offers so the copies launch at once. Its own actor with its own timer, so it can be
 //! killed and restarted alone; the timer is registered in `started()`. A tick lost while the
 //! DriverEndpoint restarts is made up by the next one.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::time::Duration;
 

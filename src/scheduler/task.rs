@@ -3,6 +3,8 @@
 //! statuses, task results, task states, and the messages between the DriverEndpoint and
 //! executors (LaunchTask, StatusUpdate, KillTask, ReviveOffers, FetchShuffleBlocks). All
 //! encoded with rmp-serde's compact form; byte payloads use serde_bytes.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use serde::{Deserialize, Serialize};
 

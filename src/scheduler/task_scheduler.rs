@@ -13,6 +13,8 @@
 //! [`TaskSchedulerImpl::resource_offers`], [`TaskSchedulerImpl::check_speculatable_tasks`]
 //! and [`TaskSchedulerImpl::is_starving`].
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! It holds one [`TaskSetManager`] per submitted stage attempt in FIFO order (job id, then
 //! stage id), the task-id counter (from 0), the task → task set and executor → running tasks
 //! maps, and the host and rack maps behind locality.

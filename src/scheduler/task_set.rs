@@ -2,6 +2,8 @@
 //! the TaskScheduler hands back (TaskLaunch decisions, SchedulerEvents), in Spark's terms.
 //! The stage binary travels as opaque bytes (`TaskBinary`): the schedulers never look
 //! inside it; the DriverEndpoint puts it into each TaskDescription.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::sync::Arc;
 

@@ -3,6 +3,8 @@
 //! picks a task for each resource offer, tracks attempts, retries, speculation, result-size
 //! accounting and executor loss.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! It reads no clock and sends nothing: every call that needs the time takes `now_ms`
 //! (milliseconds since the Unix epoch), the cluster is seen through [`ClusterView`], and what
 //! Spark's TaskSetManager tells the DAGScheduler and the backend (`taskStarted`, `taskEnded`,

@@ -1,6 +1,8 @@
 //! YarnSchedulerEndpoint (YarnSchedulerBackend.YarnSchedulerEndpoint, Spark's
 //! `YarnScheduler`): the driver's side of the conversation with the ApplicationMaster.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! The AM's endpoint registers here (RegisterClusterManager): a new AM, the first one
 //! included, resets the driver's side (YarnSchedulerBackend.reset: the backend forgets its
 //! requested totals and removes every executor it still knows as stale; the

@@ -1,5 +1,7 @@
 //! ClientRMService, at `/node/client-rm-service`: the ResourceManager's client port.
 //!
+//! Layer: yarn (above rpc; knows nothing of Spark).
+//!
 //! It serves ApplicationClientProtocol over TCP at `yarn.resourcemanager.address` for
 //! `sparkyard submit --master yarn` (and its `--status` and `--kill`): length-prefixed
 //! rmp-serde frames, a bounded writer per connection, each request forwarded to the

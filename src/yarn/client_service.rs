@@ -3,6 +3,8 @@
 //! the node's cluster. The embedded cluster's Client calls [`serve`] directly; the node's TCP
 //! listener calls [`serve`] or [`serve_admin`] for each request that arrives over the wire.
 //!
+//! Layer: yarn (above rpc; knows nothing of Spark).
+//!
 //! The admin calls are `sparkyard actors` and `sparkyard chaos`: the live supervision tree
 //! from the registry, and kills, partitions and fault plans through the cluster's fault
 //! injection. A pattern that is malformed, or that matches no running actor, is refused

@@ -5,6 +5,8 @@
 //! long-running process; `sparkyard submit` with no master (or `local-cluster[N,C,M]`)
 //! runs it embedded in the submitting process. Each hands it the launcher registry of the
 //! programs its containers run (`cli::roles::launchers`: this binary in its roles).
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use std::sync::Arc;
 

@@ -1,5 +1,7 @@
 //! The YARN protocols as typed messages, named as Hadoop names their calls:
 //!
+//! Layer: yarn (above rpc; knows nothing of Spark).
+//!
 //! - ApplicationClientProtocol (Client → ResourceManager): [`GetNewApplication`],
 //!   [`SubmitApplication`], [`GetApplicationReport`], [`KillApplication`],
 //!   [`GetClusterNodes`], and sparkyard's [`GetContainerOutput`] (a container's stdout,

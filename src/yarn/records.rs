@@ -2,6 +2,8 @@
 //! container requests, containers and their statuses, application states and reports, and
 //! the launch and submission contexts. Every record derives serde, since each crosses a
 //! process boundary in the real system.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use std::collections::BTreeMap;
 use std::fmt;

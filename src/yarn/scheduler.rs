@@ -1,5 +1,7 @@
 //! The ResourceManager's container scheduler: which NodeManager gets which container.
 //!
+//! Layer: yarn (above rpc; knows nothing of Spark).
+//!
 //! A plain, synchronous and deterministic data structure — no actors, no clock, no I/O — that the
 //! ResourceManager actor owns and calls. It keeps the registered nodes (host, rack, capability,
 //! what is in use), every live container and the node it sits on, and a container id counter per

@@ -1,4 +1,6 @@
 //! The settings the DAGScheduler core reads, with Spark's defaults (spark-reference §3.13).
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 /// Spark's `DAGScheduler.RESUBMIT_TIMEOUT`: how long to wait after a fetch failure before
 /// resubmitting the failed stages (so that a burst of fetch failures leads to one resubmit).

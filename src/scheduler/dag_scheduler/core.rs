@@ -3,6 +3,8 @@
 //! updates the jobs, stages and map output tracker, and queues [`DagAction`]s that the
 //! caller drains afterwards ([`DAGSchedulerCore::take_actions`] / [`DAGSchedulerCore::drain_actions`]).
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! Rules follow spark-reference §3.13 (and DAGScheduler.scala): stages are created at shuffle
 //! boundaries (a ShuffleMapStage per shuffle id, shared by the jobs that need it while any of
 //! them is active; finished shuffles stay in the map output tracker, so a later job skips

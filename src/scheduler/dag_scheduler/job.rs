@@ -1,5 +1,7 @@
 //! Active jobs (Spark's `ActiveJob` together with the `JobWaiter` that collects its
 //! results): which outputs are done and their values, one per requested partition.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use crate::rdd::Value;
 

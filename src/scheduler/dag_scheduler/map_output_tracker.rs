@@ -2,6 +2,8 @@
 //! shuffle, the [`MapStatus`] of each map task whose output is available, plus the epoch that
 //! is bumped whenever outputs are lost so that stale task results can be recognised.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! It is plain data owned by the DAGScheduler core: no locks, no messages. The costs follow
 //! Spark's: registering or looking up one output is O(1); dropping the outputs of an
 //! executor or host scans every registered output (executor loss is rare).

@@ -1,6 +1,8 @@
 //! What goes into the DAGScheduler core ([`DagEvent`], Spark's `DAGSchedulerEvent`) and what
 //! comes out of it ([`DagAction`]): task sets to submit, kills, listener events, a timer to
 //! arm, and finished jobs.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::sync::Arc;
 

@@ -1,6 +1,8 @@
 //! Stages (Spark's `Stage`, `ShuffleMapStage`, `ResultStage`): a set of tasks computing one
 //! RDD's partitions up to the shuffle boundaries, their attempts and what each attempt's
 //! tasks were, and the StageInfo the listener events carry.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::collections::BTreeSet;
 use std::fmt;

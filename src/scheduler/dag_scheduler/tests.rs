@@ -1,4 +1,6 @@
 //! Tests of the DAGScheduler core: lineages built by hand, events pushed in, actions checked.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use std::sync::Arc;
 

@@ -1,6 +1,8 @@
 //! The ExecutorAllocationManager actor at `<driver>/executor-allocation-manager`, and its
 //! listener on the bus (ExecutorAllocationListener + ExecutorMonitor).
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! The rules live in [`super::core::ExecutorAllocationManagerCore`], kept by the driver's
 //! supervisor (`Kept`) for this actor alone, so its counts survive a restart. What others
 //! tell it comes through its durable inbox ([`DurableInbox`] of [`AllocationMessage`], polled), kept beside

@@ -2,6 +2,8 @@
 //! ExecutorAllocationManager with its ExecutorAllocationListener; the idle tracking is the
 //! [`ExecutorMonitor`]). Every method takes the time; nothing here sends a message.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! - **What is needed**: `maxNeeded = ceil((pending + pendingSpeculative + running) × ratio /
 //!   tasksPerExecutor)`, plus one when a single executor would do but a speculative copy
 //!   waits (it must run on another executor). Pending tasks of a stage attempt are its tasks

@@ -1,6 +1,8 @@
 //! ExecutorAllocationManager (dynamic allocation, `spark.dynamicAllocation.enabled`): the
 //! rules in `core` (targets, ramp-up, idle removal) and `monitor` (ExecutorMonitor: which
 //! executors are idle), driven by the actor in `actor` and fed by a listener on the bus.
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 pub mod actor;
 pub mod core;

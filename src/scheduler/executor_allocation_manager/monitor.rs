@@ -1,6 +1,8 @@
 //! ExecutorMonitor (pure): which executors are idle and for how long, for the
 //! ExecutorAllocationManager's idle removal.
 //!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
+//!
 //! Every executor the driver registered has a tracker: how many tasks run on it, since when
 //! it has been idle, and whether it holds shuffle output. A task start can reach the monitor
 //! before its executor's registration does (Spark's SPARK-4951): if the backend has the

@@ -1,4 +1,6 @@
 //! The allocation rules with exact numbers, on explicit times (milliseconds).
+//!
+//! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
 use super::*;
 use crate::scheduler::events::{StageInfo, TaskInfo, TaskLocality};
