@@ -19,7 +19,7 @@
 //! for a route's link, and the receiving process decodes it by name and delivers it through
 //! the same handle ([`super::remote`]).
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 
 use actix::{Actor, Addr, Context, Message, Recipient};
 use serde::de::DeserializeOwned;
@@ -130,7 +130,6 @@ pub struct Protocols(Vec<Spoken>);
 /// One protocol an incarnation speaks: its handle, and how a message from another process
 /// reaches it by the protocol's name.
 struct Spoken {
-    id: TypeId,
     name: &'static str,
     handle: Box<dyn Any + Send + Sync>,
     dispatch: fn(&(dyn Any + Send + Sync), &RemoteMessage) -> Option<ReplyFuture>,
@@ -147,7 +146,6 @@ impl Protocols {
     /// Adds the handle of `P` at `addr`.
     pub fn with<P: ServedBy<A>, A: Actor>(mut self, addr: &Addr<A>) -> Self {
         self.0.push(Spoken {
-            id: TypeId::of::<P>(),
             name: P::NAME,
             handle: Box::new(P::handle(addr)),
             dispatch: dispatch_erased::<P>,
@@ -157,11 +155,8 @@ impl Protocols {
 
     /// The handle of `P`, if the incarnation speaks it.
     pub fn get<P: Protocol>(&self) -> Option<&P> {
-        let id = TypeId::of::<P>();
-        self.0
-            .iter()
-            .find(|s| s.id == id)
-            .and_then(|s| s.handle.downcast_ref::<P>())
+        // One type comparison per protocol spoken (downcast_ref's own); most speak one.
+        self.0.iter().find_map(|s| s.handle.downcast_ref::<P>())
     }
 
     /// Delivers a message from another process through the protocol it names: `None` when
