@@ -41,6 +41,15 @@ protocol! {
     LocalCounterProtocol { Incarnation }
 }
 
+/// The counter's Add under another name: a protocol lists it by the alias, and the name
+/// travels as the protocol lists it.
+type Increment = Add;
+
+protocol! {
+    /// The same question under an alias.
+    remote AliasProtocol { Increment }
+}
+
 protocol! {
     /// A remote protocol the counter does not speak.
     remote OtherProtocol { Note }
@@ -55,7 +64,7 @@ impl Actor for Counter {
     type Context = Context<Self>;
 }
 
-speaks!(Counter: CounterProtocol, LocalCounterProtocol);
+speaks!(Counter: CounterProtocol, LocalCounterProtocol, AliasProtocol);
 
 impl Handler<Add> for Counter {
     type Result = Result<u64, String>;
@@ -133,6 +142,8 @@ async fn a_ref_reaches_an_actor_of_another_runtime_by_the_same_tell_and_ask() {
         counter.ask(Add(0), limit).await,
         Ok(Err("nothing to add".to_string()))
     );
+    let alias = near.endpoint::<AliasProtocol>(&path("/far/counter"));
+    assert_eq!(alias.ask(Add(1), limit).await, Ok(Ok(2)));
     counter.tell(Note("first".into())).unwrap();
     counter.tell(Note("second".into())).unwrap();
     eventually("both notes arrived", || notes.lock().unwrap().len() == 2).await;

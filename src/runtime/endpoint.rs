@@ -160,12 +160,17 @@ impl<P: Protocol> EndpointRef<P> {
     }
 
     /// `body` (an encoded `M`) addressed to the target, for a link to another process.
-    fn remote_message<M>(&self, body: Vec<u8>, ask: Option<Duration>) -> RemoteMessage {
+    fn remote_message<M>(&self, body: Vec<u8>, ask: Option<Duration>) -> RemoteMessage
+    where
+        P: Carries<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
         RemoteMessage {
             to: self.to.as_str().to_string(),
             from: self.from.as_ref().map(|p| p.as_str().to_string()),
             protocol: P::NAME.to_string(),
-            message: short_type_name::<M>().to_string(),
+            message: P::message_name().to_string(),
             body,
             ask,
         }

@@ -48,6 +48,12 @@ where
     /// The recipient of `M` in this protocol's handle.
     fn recipient(&self) -> &Recipient<M>;
 
+    /// `M`'s name in this protocol, as it travels to another process (the name the
+    /// protocol lists it by, so an alias names it as the receiver knows it).
+    fn message_name() -> &'static str {
+        super::path::short_type_name::<M>()
+    }
+
     /// `M` encoded to cross a process; `None` when the protocol is local only.
     fn encode(_message: &M) -> Option<Result<Vec<u8>, String>> {
         None
@@ -207,6 +213,9 @@ macro_rules! protocol {
             impl $crate::runtime::protocol::Carries<$msg> for $name {
                 fn recipient(&self) -> &::actix::Recipient<$msg> {
                     &self.$msg
+                }
+                fn message_name() -> &'static str {
+                    stringify!($msg)
                 }
                 fn encode(message: &$msg) -> Option<Result<Vec<u8>, String>> {
                     $crate::runtime::protocol::encode_message(message)
