@@ -2,7 +2,11 @@
 //! ApplicationMaster say to each other, with Spark's names and fields. Actor references
 //! travel as paths (an executor's `executor_ref`, the AM's endpoint), so a receiver
 //! addresses the sender through the registry. All derive serde: in the real system every
-//! one of these crosses a process boundary.
+//! one of these crosses a process boundary. The tasks' own messages (LaunchTask,
+//! StatusUpdate, KillTask, ReviveOffers, FetchShuffleBlocks) are here too, and at the end
+//! the protocols that group them by who receives them (DriverProtocol, ExecutorProtocol,
+//! ShuffleProtocol, YarnSchedulerProtocol, AmProtocol): every message lives with its
+//! protocol.
 //!
 //! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
@@ -11,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::loss_reason::ExecutorLossReason;
-use super::task::{FetchShuffleBlocks, KillTask, LaunchTask, ReviveOffers, StatusUpdate};
+use super::task::TaskState;
 use crate::runtime::ActorPath;
 
 // ------------------------------------------------------------------ executor ↔ DriverEndpoint
@@ -272,6 +276,64 @@ pub struct ClientDecommissionExecutors {
     pub executors: Vec<(String, ExecutorDecommissionInfo)>,
     pub adjust_target_num_executors: bool,
     pub triggered_by_executor: bool,
+}
+
+// ------------------------------------------------------------------ tasks: DriverEndpoint ↔ executor, executor ↔ executor
+
+/// The driver launches a task on an executor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct LaunchTask {
+    /// The encoded [`TaskDescription`](super::task::TaskDescription).
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+
+/// An executor reports a task's state (RUNNING, then FINISHED with its result or FAILED /
+/// KILLED with why).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct StatusUpdate {
+    pub executor_id: String,
+    pub task_id: u64,
+    pub state: TaskState,
+    /// The encoded [`TaskResult`](super::task::TaskResult) (FINISHED) or `TaskEndReason` (FAILED, KILLED); empty for
+    /// RUNNING.
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+    pub task_cpus: u32,
+}
+
+/// Kill a running task attempt (driver → executor, through the DriverEndpoint).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct KillTask {
+    pub task_id: u64,
+    pub executor_id: String,
+    pub interrupt_thread: bool,
+    pub reason: String,
+}
+
+/// Offer every executor's free cores to the task scheduler again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "()")]
+pub struct ReviveOffers;
+
+/// Serve shuffle blocks to a reduce task (executor → executor): the bucket `reduce_id` of
+/// each listed map output, in the order asked; an error names the first one missing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<ShuffleBlocks, String>")]
+pub struct FetchShuffleBlocks {
+    pub shuffle_id: u32,
+    pub reduce_id: u32,
+    /// The map outputs wanted from this executor, by map id (the map task's id).
+    pub map_ids: Vec<u64>,
+}
+
+/// The answer to [`FetchShuffleBlocks`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShuffleBlocks {
+    pub blocks: Vec<serde_bytes::ByteBuf>,
 }
 
 // ------------------------------------------------------------------ protocols

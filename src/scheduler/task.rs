@@ -1,8 +1,9 @@
 //! Tasks on the wire: the TaskDescription a LaunchTask carries, the stage binary it holds
 //! (the lineage it needs, what to compute, where its shuffle inputs are), map output
-//! statuses, task results, task states, and the messages between the DriverEndpoint and
-//! executors (LaunchTask, StatusUpdate, KillTask, ReviveOffers, FetchShuffleBlocks). All
-//! encoded with rmp-serde's compact form; byte payloads use serde_bytes.
+//! statuses, task results and task states; the messages that carry them (LaunchTask,
+//! StatusUpdate, KillTask, ReviveOffers, FetchShuffleBlocks) live with their protocols in
+//! [`super::messages`] and are re-exported here. All encoded with rmp-serde's compact form;
+//! byte payloads use serde_bytes.
 //!
 //! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
@@ -112,61 +113,10 @@ pub enum TaskResult {
     MapStatus { status: MapStatus, metrics: TaskMetrics },
 }
 
-/// The driver launches a task on an executor.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, actix::Message)]
-#[rtype(result = "()")]
-pub struct LaunchTask {
-    /// The encoded [`TaskDescription`].
-    #[serde(with = "serde_bytes")]
-    pub data: Vec<u8>,
-}
-
-/// An executor reports a task's state (RUNNING, then FINISHED with its result or FAILED /
-/// KILLED with why).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, actix::Message)]
-#[rtype(result = "()")]
-pub struct StatusUpdate {
-    pub executor_id: String,
-    pub task_id: u64,
-    pub state: TaskState,
-    /// The encoded [`TaskResult`] (FINISHED) or `TaskEndReason` (FAILED, KILLED); empty for
-    /// RUNNING.
-    #[serde(with = "serde_bytes")]
-    pub data: Vec<u8>,
-    pub task_cpus: u32,
-}
-
-/// Kill a running task attempt (driver → executor, through the DriverEndpoint).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
-#[rtype(result = "()")]
-pub struct KillTask {
-    pub task_id: u64,
-    pub executor_id: String,
-    pub interrupt_thread: bool,
-    pub reason: String,
-}
-
-/// Offer every executor's free cores to the task scheduler again.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
-#[rtype(result = "()")]
-pub struct ReviveOffers;
-
-/// Serve shuffle blocks to a reduce task (executor → executor): the bucket `reduce_id` of
-/// each listed map output, in the order asked; an error names the first one missing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
-#[rtype(result = "Result<ShuffleBlocks, String>")]
-pub struct FetchShuffleBlocks {
-    pub shuffle_id: u32,
-    pub reduce_id: u32,
-    /// The map outputs wanted from this executor, by map id (the map task's id).
-    pub map_ids: Vec<u64>,
-}
-
-/// The answer to [`FetchShuffleBlocks`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShuffleBlocks {
-    pub blocks: Vec<serde_bytes::ByteBuf>,
-}
+// The task messages between the driver and executors live with their protocols.
+pub use super::messages::{
+    FetchShuffleBlocks, KillTask, LaunchTask, ReviveOffers, ShuffleBlocks, StatusUpdate,
+};
 
 #[cfg(test)]
 mod tests {
