@@ -208,14 +208,6 @@ impl Cluster {
         self.inner.has_routes.store(true, Ordering::Release);
     }
 
-    /// Forgets the route of `prefix`.
-    pub fn remove_route(&self, prefix: &ActorPath) {
-        self.inner.routes.remove(prefix);
-        self.inner
-            .has_routes
-            .store(!self.inner.routes.is_empty(), Ordering::Release);
-    }
-
     /// The link to the process serving `path`, when no local actor holds it and a route
     /// covers it.
     pub(crate) fn remote_link(&self, path: &ActorPath) -> Option<Arc<dyn RemoteLink>> {

@@ -33,44 +33,11 @@ pub struct RemoteMessage {
     /// The message's type name, as the protocol lists it.
     pub message: String,
     /// The message, rmp-serde encoded.
-    #[serde(with = "serde_bytes_compat")]
+    #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
     /// How long the sender waits for the reply; `None` for a tell (no reply is sent back
     /// beyond the delivery's acknowledgement).
     pub ask: Option<Duration>,
-}
-
-/// Byte vectors as msgpack binary (compact), without another dependency.
-mod serde_bytes_compat {
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(bytes)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Vec<u8>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("bytes")
-            }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
-                Ok(v.to_vec())
-            }
-            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-                Ok(v)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
-                let mut out = Vec::new();
-                while let Some(b) = seq.next_element::<u8>()? {
-                    out.push(b);
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_byte_buf(Visitor)
-    }
 }
 
 /// The answer to a [`RemoteMessage`]: the encoded reply (empty for a tell), or why it was
@@ -101,11 +68,6 @@ impl Routes {
         routes.push((prefix, link));
     }
 
-    pub(crate) fn remove(&self, prefix: &ActorPath) {
-        let mut routes = self.0.write().unwrap_or_else(|p| p.into_inner());
-        routes.retain(|(p, _)| p != prefix);
-    }
-
     /// The link of the longest route prefix `path` lies under.
     pub(crate) fn link_for(&self, path: &ActorPath) -> Option<Arc<dyn RemoteLink>> {
         let routes = self.0.read().unwrap_or_else(|p| p.into_inner());
@@ -114,10 +76,6 @@ impl Routes {
             .filter(|(prefix, _)| prefix == path || prefix.is_ancestor_of(path))
             .max_by_key(|(prefix, _)| prefix.as_str().len())
             .map(|(_, link)| link.clone())
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).is_empty()
     }
 }
 
