@@ -868,6 +868,36 @@ keys! {
         ConfEntry::new("yarn.nodemanager.resource.cpu-vcores", IntKind::new(), "8")
             .check(at_least_one, "must be at least 1");
 
+    /// How long a stopped container's process group gets between SIGTERM and SIGKILL
+    /// (YARN's ContainerLaunch cleanup). Bare numbers are milliseconds.
+    NM_SLEEP_DELAY_BEFORE_SIGKILL_MS: TimeEntry =
+        ConfEntry::new("yarn.nodemanager.sleep-delay-before-sigkill.ms", MS, "250");
+
+    /// How often the container monitor reads each container's process-tree memory. Bare
+    /// numbers are milliseconds.
+    NM_CONTAINER_MON_INTERVAL_MS: TimeEntry =
+        ConfEntry::new("yarn.nodemanager.container-monitor.interval-ms", MS, "3000")
+            .check(positive_time, "must be greater than 0");
+
+    /// Whether the container monitor kills a container whose process tree's resident memory
+    /// runs beyond its allocation (exit status -104).
+    NM_PMEM_CHECK_ENABLED: BoolEntry =
+        ConfEntry::new("yarn.nodemanager.pmem-check-enabled", BoolKind, "true");
+
+    /// A container's virtual-memory limit as a multiple of its allocation (shown in the
+    /// monitor's diagnostics; sparkyard does not enforce it).
+    NM_VMEM_PMEM_RATIO: F64Entry =
+        ConfEntry::new("yarn.nodemanager.vmem-pmem-ratio", FloatKind, "2.1")
+            .check(|v| *v >= 1.0, "must be at least 1");
+
+    /// The NodeManager's environment variables a container inherits unless its launch
+    /// context sets them.
+    NM_ENV_WHITELIST: ListEntry = ConfEntry::new(
+        "yarn.nodemanager.env-whitelist",
+        ListKind,
+        "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ"
+    );
+
     /// Time without an allocate heartbeat after which the RM expires an AM attempt. Bare
     /// numbers are milliseconds.
     RM_AM_EXPIRY_INTERVAL_MS: TimeEntry =

@@ -9,6 +9,9 @@
 
 pub mod client_rm_service;
 pub mod client_service;
+pub mod container_executor;
+pub mod container_monitor;
+pub mod container_process;
 pub mod launcher;
 pub mod leaf_queue;
 pub mod node;

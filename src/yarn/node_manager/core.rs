@@ -241,9 +241,14 @@ impl NodeManagerCore {
     /// What an ended container completed with, queued for the RM: the requester's exit
     /// status if it was stopped (-105, -106, -107), else its process's, or 154 (LOST) if
     /// none is known. One that ended with its node (shut down or aborted while nobody
-    /// stopped it) is not reported: the RM learns it was lost when the node registers.
-    /// Whether a status was queued.
+    /// stopped it) is not reported: the RM learns it was lost when the node registers. A
+    /// negative status of YARN's own (the container monitor's -104) completes with its
+    /// diagnostics as they are; a process killed by a signal on request (137, 143) without
+    /// the launch exception. Whether a status was queued.
     pub fn complete(&mut self, ended: EndedContainer) -> bool {
+        // How a container process's diagnostics begin when it was killed by a signal
+        // (YARN's DefaultContainerExecutor).
+        const KILLED_ON_REQUEST: &str = "Container killed on request.";
         let EndedContainer {
             id,
             app_id,
@@ -293,6 +298,17 @@ impl NodeManagerCore {
                     let code = reason.exit_code();
                     let diagnostics = match reason {
                         _ if code == 0 => String::new(),
+                        // A negative status is YARN's own, not a process's (the container
+                        // monitor's -104): its diagnostics are complete as they are.
+                        ExitReason::Exit { message, .. } if code < 0 => message.clone(),
+                        // A process killed on request (SIGTERM 143, SIGKILL 137): YARN says
+                        // so, without the launch exception.
+                        ExitReason::Exit { message, .. }
+                            if (code == 137 || code == 143)
+                                && message.starts_with(KILLED_ON_REQUEST) =>
+                        {
+                            format!("{message}\nContainer exited with a non-zero exit code {code}.")
+                        }
                         ExitReason::Exit { message, .. } => format!(
                             "Exception from container-launch.\nContainer id: {id}\nExit code: {code}\n{message}\nContainer exited with a non-zero exit code {code}."
                         ),
@@ -543,6 +559,44 @@ mod tests {
         assert_eq!(end(&mut nm, id, Some(ExitReason::Shutdown)), None);
         assert!(nm.take_ended(id, None).is_none(), "ends once");
         assert_eq!(nm.pending_statuses().len(), 3);
+    }
+
+    #[test]
+    fn a_yarn_status_from_the_monitor_completes_with_its_diagnostics_as_they_are() {
+        let mut nm = NodeManagerCore::default();
+        let id = running(&mut nm, 1, None);
+        let diagnostics = format!(
+            "Container [pid=42,containerID={id}] is running 1B beyond the 'PHYSICAL' memory limit. Current usage: ..."
+        );
+        let status = end(
+            &mut nm,
+            id,
+            Some(ExitReason::Exit {
+                code: exit_status::KILLED_EXCEEDED_PMEM,
+                message: diagnostics.clone(),
+            }),
+        )
+        .unwrap();
+        assert_eq!(status.exit_status, -104);
+        assert_eq!(status.diagnostics, diagnostics);
+        // A process killed by a signal on request: no launch exception.
+        let id = running(&mut nm, 2, None);
+        let status = end(
+            &mut nm,
+            id,
+            Some(ExitReason::Exit {
+                code: 137,
+                message: "Container killed on request. Exit code is 137".into(),
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            (status.exit_status, status.diagnostics.as_str()),
+            (
+                137,
+                "Container killed on request. Exit code is 137\nContainer exited with a non-zero exit code 137."
+            )
+        );
     }
 
     #[test]
