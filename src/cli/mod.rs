@@ -17,8 +17,11 @@
 //! status 1.
 
 pub mod config;
+pub mod container;
 pub mod control;
 pub mod node;
+pub mod nodemanager;
+pub mod process_containers;
 pub mod roles;
 pub mod submit;
 
@@ -67,6 +70,13 @@ enum Command {
     },
     /// Run the all-in-one node: the ResourceManager and the NodeManagers of yarn-site.conf.
     Node(NodeArgs),
+    /// Run the ResourceManager alone, as `yarn resourcemanager` does: NodeManagers of other
+    /// processes or hosts join it (`sparkyard nodemanager --rm HOST:PORT`).
+    Resourcemanager(NodeArgs),
+    /// Run one NodeManager, as `yarn nodemanager` does: it registers with the
+    /// ResourceManager's actor endpoint (the address `sparkyard resourcemanager` prints after
+    /// "NodeManagers join at") and starts containers as processes.
+    Nodemanager(NodeManagerArgs),
     /// Read the structured logs, grouped per container as `yarn logs` prints them.
     Logs(LogsArgs),
     /// Print a running node's supervision tree: path, actor type, incarnation, restarts, status.
@@ -116,6 +126,36 @@ struct NodeArgs {
     /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct NodeManagerArgs {
+    /// The ResourceManager's actor endpoint (yarn.resourcemanager.resource-tracker.address).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub rm: String,
+    /// This node's host name, as the ResourceManager and locality know it.
+    #[arg(long, value_name = "NAME")]
+    pub hostname: String,
+    /// The address this node and its containers listen on [default: 127.0.0.1].
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: String,
+    /// vcores this node offers [default: yarn.nodemanager.resource.cpu-vcores].
+    #[arg(long, value_name = "N")]
+    pub vcores: Option<u32>,
+    /// Memory this node offers, in MB [default: yarn.nodemanager.resource.memory-mb].
+    #[arg(long, value_name = "M")]
+    pub memory_mb: Option<u64>,
+    /// This node's rack [default: /default-rack].
+    #[arg(long, value_name = "RACK")]
+    pub rack: Option<String>,
+    #[command(flatten)]
+    conf: ConfArgs,
+    /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
     /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
@@ -242,6 +282,9 @@ fn clap_one_line(e: &clap::Error) -> String {
 
 /// Runs the command line `args` (program name first); returns the exit status.
 pub fn run(args: Vec<OsString>) -> i32 {
+    if let Some(command) = container_command(&args) {
+        return container::run(command);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -266,7 +309,9 @@ pub fn run(args: Vec<OsString>) -> i32 {
     };
     match cli.command {
         Command::Submit { args } => submit::run(&args),
-        Command::Node(args) => node(args),
+        Command::Node(args) => node(args, node::Daemon::Node),
+        Command::Resourcemanager(args) => node(args, node::Daemon::ResourceManager),
+        Command::Nodemanager(args) => nodemanager(args),
         Command::Logs(args) => logs(args),
         Command::Actors(args) => actors(args),
         Command::Chaos(args) => chaos(args),
@@ -290,8 +335,37 @@ fn overrides(conf: &ConfArgs) -> Result<Vec<(String, String)>, String> {
     Ok(kept)
 }
 
-fn node(args: NodeArgs) -> i32 {
-    const WHO: &str = "sparkyard node";
+fn node(args: NodeArgs, daemon: node::Daemon) -> i32 {
+    let who = match daemon {
+        node::Daemon::Node => "sparkyard node",
+        node::Daemon::ResourceManager => "sparkyard resourcemanager",
+    };
+    if let Err(e) = init_logs(args.log_level.as_deref(), &[]) {
+        fail(who, &e);
+        return EXIT_BAD_INPUT;
+    }
+    let loaded = overrides(&args.conf).and_then(|o| config::load(args.conf.config_dir.as_deref(), &o));
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            fail(who, &e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    match node::run_daemon(daemon, loaded.conf, args.log_dir.as_deref()) {
+        Ok(code) => code,
+        Err(e) => {
+            fail(who, &e);
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+fn nodemanager(args: NodeManagerArgs) -> i32 {
+    const WHO: &str = "sparkyard nodemanager";
     if let Err(e) = init_logs(args.log_level.as_deref(), &[]) {
         fail(WHO, &e);
         return EXIT_BAD_INPUT;
@@ -307,7 +381,7 @@ fn node(args: NodeArgs) -> i32 {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    match node::run(loaded.conf, args.log_dir.as_deref()) {
+    match nodemanager::run(&args, loaded.conf) {
         Ok(code) => code,
         Err(e) => {
             fail(WHO, &e);
@@ -437,6 +511,24 @@ fn role(name: &str, args: &[String]) -> i32 {
             EXIT_NOT_BUILT
         }
     }
+}
+
+/// The launch command, when this process is a container a NodeManager started: its working
+/// directory holds the launch file and its command names a role (possibly after `-D`
+/// options, which the binary's own parser does not take).
+fn container_command(args: &[OsString]) -> Option<Vec<String>> {
+    let first = args.get(1)?.to_str()?;
+    let role = first.starts_with("-D")
+        || [
+            roles::ROLE_EXECUTOR,
+            roles::ROLE_APPLICATION_MASTER,
+            roles::ROLE_EXECUTOR_LAUNCHER,
+        ]
+        .contains(&first);
+    if !role || !container::is_container() {
+        return None;
+    }
+    args.iter().map(|a| a.to_str().map(str::to_string)).collect()
 }
 
 /// The cluster id of a command's process (`node-<pid>-<start>`, `submit-<pid>-<start>`):

@@ -37,10 +37,52 @@ pub fn gave_up_message(reason: &ExitReason) -> String {
     format!("the node's supervision tree {why}; nothing is left to serve, exiting (status {EXIT_NODE_GAVE_UP}) so a service manager can restart it")
 }
 
+/// Which daemon a node process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Daemon {
+    /// `sparkyard node`: the ResourceManager and the NodeManagers of the configuration.
+    Node,
+    /// `sparkyard resourcemanager`: the ResourceManager alone; NodeManagers join it.
+    ResourceManager,
+}
+
+/// How a node runs its containers (`spark.sparkyard.containers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerMode {
+    Process,
+    InProcess,
+}
+
+/// The container mode of `conf`, `default` when unset; a bad value names the key.
+pub fn container_mode(conf: &SparkConf, default: ContainerMode) -> Result<ContainerMode, String> {
+    match conf.get(&conf::CONTAINERS).map_err(|e| e.to_string())?.as_deref() {
+        None => Ok(default),
+        Some("process") => Ok(ContainerMode::Process),
+        Some("in-process") => Ok(ContainerMode::InProcess),
+        Some(other) => Err(format!(
+            "{}: '{other}' is not a container mode (expected process or in-process)",
+            conf::CONTAINERS.name()
+        )),
+    }
+}
+
 /// Runs the node; answers the exit status.
 pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
-    let nodes = conf::node_managers(&conf).map_err(|e| e.to_string())?;
+    run_daemon(Daemon::Node, conf, log_dir)
+}
+
+/// Runs `daemon`; answers the exit status.
+pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
+    let nodes = match daemon {
+        Daemon::Node => conf::node_managers(&conf).map_err(|e| e.to_string())?,
+        Daemon::ResourceManager => Vec::new(),
+    };
+    let mode = container_mode(&conf, ContainerMode::Process)?;
     let addr = conf.get(&conf::RM_ADDRESS).map_err(|e| e.to_string())?;
+    let tracker = conf
+        .get(&conf::RM_RESOURCE_TRACKER_ADDRESS)
+        .map_err(|e| e.to_string())?;
+    let tracker = format!("{}:{}", tracker.host, tracker.port);
     let wanted = format!("{}:{}", addr.host, addr.port);
     let listener =
         std::net::TcpListener::bind(&wanted).map_err(|e| format!("cannot listen on {wanted}: {e}"))?;
@@ -50,20 +92,28 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
     let system = actix::System::new();
     system.block_on(async move {
         let cluster = Cluster::builder()
-            .id(&super::process_cluster_id("node"))
+            .id(&super::process_cluster_id(match daemon {
+                Daemon::Node => "node",
+                Daemon::ResourceManager => "resourcemanager",
+            }))
             .log_dir(&log_dir)
             .node(&hostname)
             .build()?;
         // Handle Ctrl-C and SIGTERM from before the readiness line on.
         let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-        let root = start_node(
-            &cluster,
-            &conf,
-            &nodes,
-            &super::roles::launchers(),
-            &hostname,
-            Some(Arc::new(listener)),
-        )?;
+        let node_root = crate::runtime::ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
+        let (actors, _serving) =
+            crate::rpc::remote::serve_cluster(&cluster, node_root, &tracker, actor_limits()).await?;
+        crate::yarn::client_service::offer_admin(&cluster);
+        let launchers = match mode {
+            ContainerMode::InProcess => super::roles::launchers(),
+            ContainerMode::Process => {
+                let bind = actors.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or_default();
+                super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?
+                    .launchers()
+            }
+        };
+        let root = start_node(&cluster, &conf, &nodes, &launchers, &hostname, Some(Arc::new(listener)))?;
         // Polled from the start: the node can give up while it comes up too.
         let ended = cluster.root_ended(&root);
         tokio::pin!(ended);
@@ -75,9 +125,17 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
         let hosts: Vec<&str> = nodes.iter().map(|n| n.host.as_str()).collect();
         {
             let mut out = std::io::stdout().lock();
+            let containers = match mode {
+                ContainerMode::Process => "processes",
+                ContainerMode::InProcess => "in-process",
+            };
             let _ = writeln!(
                 out,
-                "sparkyard node: ResourceManager listening on {bound} with {} NodeManagers ({}); logs in {}",
+                "sparkyard {}: ResourceManager listening on {bound} with {} NodeManagers ({}); containers {containers}; NodeManagers join at {actors}; logs in {}",
+                match daemon {
+                    Daemon::Node => "node",
+                    Daemon::ResourceManager => "resourcemanager",
+                },
                 nodes.len(),
                 hosts.join(", "),
                 log_dir.display()
@@ -92,6 +150,12 @@ pub fn run(conf: SparkConf, log_dir: Option<&Path>) -> Result<i32, String> {
         cluster.shutdown(Duration::from_secs(30)).await;
         Ok(0)
     })
+}
+
+/// The bounds of a daemon's actor endpoint: the transport's defaults (its peers are the
+/// cluster's own processes).
+pub fn actor_limits() -> crate::rpc::tcp::ServerLimits {
+    crate::rpc::tcp::ServerLimits::default()
 }
 
 /// `/node` ended on its own: logs it, lets the records reach their files, prints the one

@@ -56,7 +56,7 @@ pub fn applications() -> Applications {
 }
 
 /// Starts a container running this binary: parses its command and starts the role it names.
-fn launch(launch: &Launch<'_>, applications: &Applications) -> Result<Process, String> {
+pub(crate) fn launch(launch: &Launch<'_>, applications: &Applications) -> Result<Process, String> {
     let cmd = parse_launch_command(&launch.context.command, launch.host)?;
     let props = &cmd.system_properties;
     match cmd.role {

@@ -928,6 +928,48 @@ keys! {
         "3600"
     );
 
+    /// Where NodeManagers reach the ResourceManager's actors (register, node heartbeats) and
+    /// containers their node's: the RM's actor endpoint. Port 0 picks a free one (the
+    /// readiness line of `sparkyard node` / `sparkyard resourcemanager` prints it).
+    RM_RESOURCE_TRACKER_ADDRESS: HostPortEntry = ConfEntry::new(
+        "yarn.resourcemanager.resource-tracker.address",
+        HostPortKind,
+        "127.0.0.1:8031"
+    );
+
+    /// How a node runs its containers: `process` (each an OS process of this binary, as a
+    /// NodeManager execs a JVM) or `in-process` (actor subtrees of the node's own process:
+    /// fast, and what the paused-clock tests use). `sparkyard node` defaults to `process`,
+    /// the embedded cluster of `sparkyard submit` to `in-process`.
+    CONTAINERS: OptStrEntry = OptEntry::new(
+        "spark.sparkyard.containers",
+        StrKind,
+        "(process for sparkyard node, in-process for the embedded cluster)"
+    );
+
+    /// Where NodeManagers keep their containers' working directories
+    /// (`<dir>/usercache/<user>/appcache/<app>/<container>`). Default: a directory under the
+    /// system's temporary directory.
+    NM_LOCAL_DIRS: OptStrEntry =
+        OptEntry::new("yarn.nodemanager.local-dirs", StrKind, "($TMPDIR/sparkyard-<user>/nm-local-dir)");
+
+    /// Where NodeManagers keep their containers' stdout and stderr
+    /// (`<dir>/<app>/<container>/stdout`). Default: `userlogs` under the log directory.
+    NM_LOG_DIRS: OptStrEntry =
+        OptEntry::new("yarn.nodemanager.log-dirs", StrKind, "(<log dir>/userlogs)");
+
+    /// How long a NodeManager keeps trying to reach its ResourceManager before it gives up
+    /// and exits. Bare numbers are milliseconds.
+    RM_CONNECT_MAX_WAIT: TimeEntry =
+        ConfEntry::new("yarn.resourcemanager.connect.max-wait.ms", MS, "900000")
+            .check(positive_time, "must be greater than 0");
+
+    /// The pause between a NodeManager's tries to reach its ResourceManager (doubling from a
+    /// tenth of it, up to it). Bare numbers are milliseconds.
+    RM_CONNECT_RETRY_INTERVAL: TimeEntry =
+        ConfEntry::new("yarn.resourcemanager.connect.retry-interval.ms", MS, "30000")
+            .check(positive_time, "must be greater than 0");
+
     /// Period of NodeManager heartbeats to the RM. Bare numbers are milliseconds.
     RM_NM_HEARTBEAT_INTERVAL_MS: TimeEntry =
         ConfEntry::new("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", MS, "1000")

@@ -662,12 +662,14 @@ impl Actor for ApplicationMaster {
         match self.ctx.mode {
             AmMode::Cluster => self.start_user_class(ctx),
             AmMode::Client => {
+                // The driver's URL (with its process's address when it serves its actors).
+                let cluster = self.me.cluster().clone();
                 let Some(driver) = self
                     .ctx
                     .args
                     .user_args
                     .first()
-                    .and_then(|p| ActorPath::parse(p).ok())
+                    .and_then(|url| cluster.resolve_url(url).ok())
                 else {
                     self.finish(
                         ctx,

@@ -208,7 +208,8 @@ pub fn executor_process(
 
 impl CoarseGrainedExecutorBackend {
     pub fn new(me: Me, args: ExecutorArgs, ask_timeout: Duration) -> Self {
-        let driver_path = ActorPath::parse(&args.driver_url).ok();
+        // A URL with an address routes the driver's process (its hello teaches the rest).
+        let driver_path = me.cluster().resolve_url(&args.driver_url).ok();
         CoarseGrainedExecutorBackend {
             me,
             args,

@@ -68,13 +68,53 @@ impl OutputSink {
         }
     }
 
-    /// What was written so far (empty for stdout).
+    /// What was written so far (empty for stdout). A container whose process wrote its
+    /// stdout file itself (a container that is an OS process) answers that file's first
+    /// [`MAX_KEPT_OUTPUT`] bytes.
     pub fn text(&self) -> String {
         match &*self.0 {
             Target::Stdout => String::new(),
-            Target::Container { kept, .. } => kept.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            Target::Container { kept, file } => {
+                let kept = kept.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                match file {
+                    Some((sink, app, container)) if kept.is_empty() => sink
+                        .dir()
+                        .map(|dir| read_head(&stdout_file(dir, app, container)))
+                        .unwrap_or_default(),
+                    _ => kept,
+                }
+            }
         }
     }
+}
+
+/// Where a container's stdout file lives under a log directory:
+/// `<dir>/apps/<app_id>/<container_id>/stdout` (what a container process's stdout is
+/// redirected to).
+pub fn stdout_file(dir: &std::path::Path, app_id: &str, container_id: &str) -> std::path::PathBuf {
+    dir.join("apps")
+        .join(app_id)
+        .join(container_id)
+        .join(super::sink::CONTAINER_STDOUT_FILE)
+}
+
+/// The first [`MAX_KEPT_OUTPUT`] bytes of `path`, cut at a line end; empty if unreadable.
+fn read_head(path: &std::path::Path) -> String {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let mut bytes = Vec::new();
+    let _ = file.take(MAX_KEPT_OUTPUT as u64).read_to_end(&mut bytes);
+    if bytes.len() >= MAX_KEPT_OUTPUT {
+        let end = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        bytes.truncate(end);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[cfg(test)]

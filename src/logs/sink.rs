@@ -414,10 +414,7 @@ impl LogSink {
         for _ in 0..2 {
             let file = self.lookup(file_key('o', "", app_id, container_id), || {
                 (
-                    dir.join("apps")
-                        .join(app_id)
-                        .join(container_id)
-                        .join(CONTAINER_STDOUT_FILE),
+                    super::output::stdout_file(dir, app_id, container_id),
                     owner(app_id, container_id),
                 )
             });

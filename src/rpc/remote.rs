@@ -1,106 +1,599 @@
 //! Actors across processes: the TCP link behind a cluster's routes, and the server that
 //! delivers what other processes send to this one's actors. Rpc layer: it carries the
-//! runtime's [`RemoteMessage`]s over the generic transport of [`super::tcp`] and hands each
-//! to the runtime ([`deliver`]); it knows no protocol of its own beyond that envelope.
+//! runtime's [`RemoteMessage`]s over TCP and hands each to the runtime ([`deliver`]); it knows
+//! no protocol of its own beyond that envelope.
 //!
-//! A process that hosts actors others address serves them ([`serve_actors`]); a process that
-//! addresses them adds a route (`Cluster::add_route(prefix, TcpLink::new(addr))`), and its
-//! `EndpointRef`s under that prefix then reach them by the same `tell` and `ask`.
+//! A process that hosts actors others address serves them ([`serve_actors`], or
+//! [`serve_cluster`] which also binds and says what the process serves); a process that
+//! addresses them adds a route (`Cluster::add_route(prefix, TcpLink::new(addr))`, or learns it
+//! from the messages it receives), and its `EndpointRef`s under that prefix then reach them by
+//! the same `tell` and `ask`.
+//!
+//! # Wire format
+//!
+//! A connection opens with a greeting from each side (the transport's four magic bytes and
+//! [`VERSION`]), then the client sends one [`Frame::Hello`] with the process it speaks for.
+//! After that the client sends [`Frame::Tell`]s and [`Frame::Ask`]s and the server answers
+//! each ask with a [`Frame::Reply`] of the same id, in any order; a tell gets no answer. Every
+//! frame is a `u32` big-endian length and an rmp-serde body. One connection per link carries
+//! everything, so the messages of one sender to one process arrive in the order they were
+//! sent (Spark's ordering between two endpoints), and many asks share it at once.
+//!
+//! A link that breaks (the other process ended, the network failed) fails every ask in flight
+//! at once with the reason, which is how a remote death watch learns that a process is gone;
+//! the next message connects again.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use futures_util::FutureExt;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::tcp::{self, handler_fn, ClientConnection, LimitKeys, ServerLimits, WireProtocol};
-use crate::runtime::remote::{deliver, RemoteLink, RemoteMessage, RemoteReply, ReplyFuture};
-use crate::runtime::Cluster;
+use super::tcp::{encode_frame, read_frame, ServerLimits, MAGIC};
+use crate::runtime::remote::{deliver, Origin, RemoteLink, RemoteMessage, RemoteReply, ReplyFuture};
+use crate::runtime::{ActorPath, Cluster};
 
-/// How long a tell waits for the other process to take it (an ask waits its own limit).
-pub const TELL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The version of this wire format; both sides must send the same one.
+pub const VERSION: u8 = 2;
 
 /// How long a link waits to connect and greet.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Idle connections a link keeps for its next messages.
-const POOL: usize = 8;
+/// The largest frame either side sends or accepts (Spark's `spark.rpc.message.maxSize` is
+/// 128 MiB; a shuffle block travels in one frame).
+pub const MAX_FRAME: usize = 128 << 20;
 
-/// Actor messages as the TCP transport carries them.
-pub struct ActorWire;
+/// Bytes of small frames a writer gathers into one write.
+const WRITE_BATCH: usize = 64 << 10;
 
-impl WireProtocol for ActorWire {
-    type Request = RemoteMessage;
-    type Response = RemoteReply;
-    const VERSION: u8 = 1;
-    const SERVER: &'static str = "actor endpoint";
-    const CONNECT_HINT: &'static str = "is the process serving these actors running?";
-    const NAME: &'static str = "actor protocol";
-    /// Spark's keys for the same limits (the network time-out, the largest RPC message).
-    const LIMIT_KEYS: LimitKeys = LimitKeys {
-        idle_timeout: "spark.network.timeout",
-        max_frame: "spark.rpc.message.maxSize",
-        max_buffered: "spark.rpc.message.maxSize",
+/// One frame on an actor connection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Frame {
+    /// Each side's first frame: the process it speaks for (its root and address), which the
+    /// other side learns as a route, so that it can reach that process's actors at once (a
+    /// client that connected to one path of a process learns the whole process).
+    Hello { origin: Option<Origin> },
+    /// A message that gets no answer.
+    Tell(RemoteMessage),
+    /// A message whose answer comes back as the [`Frame::Reply`] with the same id.
+    Ask { id: u64, message: RemoteMessage },
+    /// The answer to the ask `id`.
+    Reply { id: u64, reply: RemoteReply },
+}
+
+// ------------------------------------------------------------------ server
+
+/// Binds `bind` (port 0 for any free one), says that `cluster` serves the actors under `root`
+/// at the bound address, and serves them on the current arbiter until the answer's sender
+/// flips or is dropped. Answers the bound address and that stop switch.
+pub async fn serve_cluster(
+    cluster: &Cluster,
+    root: ActorPath,
+    bind: &str,
+    limits: ServerLimits,
+) -> Result<(String, watch::Sender<bool>), String> {
+    let listener = TcpListener::bind(bind)
+        .await
+        .map_err(|e| format!("cannot listen for actor messages on {bind}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .map_err(|e| format!("cannot read the address bound for {bind}: {e}"))?;
+    let origin = Origin {
+        root: root.as_str().to_string(),
+        addr: addr.clone(),
     };
-
-    fn request_name(_: &RemoteMessage) -> &'static str {
-        "actor message"
-    }
-
-    fn failure(reason: String) -> RemoteReply {
-        Err(reason)
-    }
+    let learner: Learn = {
+        let (learn, forget) = (cluster.learner(), cluster.forgetter());
+        Arc::new(move |event: LinkEvent<'_>| match event {
+            LinkEvent::Reached(origin) => learn(origin),
+            LinkEvent::Unreachable(addr) => forget(addr),
+        })
+    };
+    cluster.serve_at(
+        root,
+        &addr,
+        Arc::new(move |peer: &str| {
+            TcpLink::speaking_for(peer, Some(origin.clone()), Some(learner.clone())) as Arc<dyn RemoteLink>
+        }),
+    )?;
+    let (stop, stopped) = watch::channel(false);
+    actix::spawn(serve_actors(cluster.clone(), listener, stopped, limits));
+    Ok((addr, stop))
 }
 
 /// Serves `cluster`'s actors to other processes on `listener` until `stop` flips: every
 /// message is delivered to the actor its path names, through the protocol it names. Runs
-/// on the current thread (inside the actix system).
+/// on the current thread (inside the actix system). At most `limits.max_connections`
+/// connections; a frame above `limits.max_frame` (or [`MAX_FRAME`]) closes its connection.
 pub async fn serve_actors(
     cluster: Cluster,
     listener: TcpListener,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
     limits: ServerLimits,
 ) {
-    let handler =
-        handler_fn::<ActorWire, _, _>(move |message: RemoteMessage| deliver(cluster.registry(), message));
-    tcp::serve_limited::<ActorWire>(listener, handler, stop, limits).await
+    let open = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|stopped| *stopped) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if open.get() >= limits.max_connections {
+                        tracing::warn!(
+                            event = "connection_refused",
+                            %peer,
+                            max_connections = limits.max_connections,
+                            "refusing an actor connection: {} are open",
+                            limits.max_connections
+                        );
+                        continue;
+                    }
+                    open.set(open.get() + 1);
+                    let (cluster, open, max) = (cluster.clone(), open.clone(), limits.max_frame.min(MAX_FRAME));
+                    connections.spawn_local(async move {
+                        if let Err(reason) = serve_connection(&cluster, stream, max).await {
+                            tracing::warn!(event = "connection_closed", %peer, %reason, "closing an actor connection from {peer}: {reason}");
+                        }
+                        open.set(open.get() - 1);
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(event = "accept_failed", error = %e, "cannot accept an actor connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+    connections.shutdown().await;
 }
 
-/// A link to the process serving actors at `addr`: each message takes an idle connection
-/// of its pool or opens one, so a slow ask does not hold up the others.
+/// Greets, reads the client's hello, then delivers its frames until it closes.
+async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize) -> Result<(), String> {
+    let _ = stream.set_nodelay(true);
+    let (read, write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let mut write = BufWriter::new(write);
+    greet(&mut read, &mut write).await?;
+    match tokio::time::timeout(CONNECT_TIMEOUT, read_frame::<_, Frame>(&mut read, max_frame)).await {
+        Ok(Ok(Some(Frame::Hello { origin }))) => {
+            if let Some(origin) = origin {
+                cluster.learn_route(&origin);
+            }
+            let mut hello = Vec::new();
+            push_frame(
+                &mut hello,
+                &Frame::Hello {
+                    origin: cluster.origin().cloned(),
+                },
+            );
+            write
+                .write_all(&hello)
+                .await
+                .map_err(|e| format!("cannot answer the hello: {e}"))?;
+            write
+                .flush()
+                .await
+                .map_err(|e| format!("cannot answer the hello: {e}"))?;
+        }
+        Ok(Ok(Some(other))) => return Err(format!("the first frame was not a hello but {other:?}")),
+        Ok(Ok(None)) => return Ok(()),
+        Ok(Err(e)) => return Err(format!("cannot read the hello: {e}")),
+        Err(_) => return Err("no hello within the connect time-out".into()),
+    }
+    let (replies, mut queued) = mpsc::unbounded_channel::<Frame>();
+    let writer = tokio::task::spawn_local(async move { write_frames(&mut write, &mut queued).await });
+    let result = loop {
+        match read_frame::<_, Frame>(&mut read, max_frame).await {
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e.to_string()),
+            Ok(Some(Frame::Tell(message))) => {
+                let (to, name) = (message.to.clone(), message.message.clone());
+                match deliver(cluster, message).now_or_never() {
+                    Some(Ok(_)) => {}
+                    Some(Err(reason)) => tracing::debug!(
+                        event = "message_dropped",
+                        to = %to,
+                        msg_type = %name,
+                        "dropped {name} to {to}: {reason}"
+                    ),
+                    None => {}
+                }
+            }
+            Ok(Some(Frame::Ask { id, message })) => {
+                let (reply, replies) = (deliver(cluster, message), replies.clone());
+                tokio::task::spawn_local(async move {
+                    let _ = replies.send(Frame::Reply {
+                        id,
+                        reply: reply.await,
+                    });
+                });
+            }
+            Ok(Some(other)) => break Err(format!("unexpected frame from a client: {other:?}")),
+        }
+    };
+    drop(replies);
+    // The asks still running answer into the queue; the writer ends when the last one has.
+    let _ = writer.await;
+    result
+}
+
+/// Sends this side's greeting and checks the other's.
+async fn greet<R, W>(read: &mut R, write: &mut W) -> Result<(), String>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mine = [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], VERSION];
+    write
+        .write_all(&mine)
+        .await
+        .map_err(|e| format!("cannot greet: {e}"))?;
+    write.flush().await.map_err(|e| format!("cannot greet: {e}"))?;
+    let mut theirs = [0u8; 5];
+    tokio::time::timeout(CONNECT_TIMEOUT, read.read_exact(&mut theirs))
+        .await
+        .map_err(|_| "no greeting within the connect time-out".to_string())?
+        .map_err(|e| format!("no greeting: {e}"))?;
+    if theirs[..4] != MAGIC {
+        return Err(format!(
+            "it is not a sparkyard actor endpoint (it sent \"{}\")",
+            theirs.escape_ascii()
+        ));
+    }
+    if theirs[4] != VERSION {
+        return Err(format!(
+            "it speaks actor protocol version {} and this side speaks version {VERSION}",
+            theirs[4]
+        ));
+    }
+    Ok(())
+}
+
+/// Writes the queued frames, gathering what is queued into one write, until the queue closes.
+async fn write_frames<W>(write: &mut W, queued: &mut mpsc::UnboundedReceiver<Frame>) -> Result<(), String>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    while let Some(frame) = queued.recv().await {
+        push_frame(&mut batch, &frame);
+        while batch.len() < WRITE_BATCH {
+            match queued.try_recv() {
+                Ok(frame) => push_frame(&mut batch, &frame),
+                Err(_) => break,
+            }
+        }
+        write
+            .write_all(&batch)
+            .await
+            .map_err(|e| format!("cannot write: {e}"))?;
+        write.flush().await.map_err(|e| format!("cannot write: {e}"))?;
+        batch.clear();
+    }
+    Ok(())
+}
+
+/// Appends `frame` to `batch`; a frame that cannot be encoded is answered (an ask's reply
+/// becomes the reason) or dropped with a record.
+fn push_frame(batch: &mut Vec<u8>, frame: &Frame) {
+    match encode_frame(frame) {
+        Ok(bytes) => batch.extend_from_slice(&bytes),
+        Err(e) => match frame {
+            Frame::Reply { id, .. } => {
+                let failed = Frame::Reply {
+                    id: *id,
+                    reply: Err(format!("the answer cannot be sent: {e}")),
+                };
+                if let Ok(bytes) = encode_frame(&failed) {
+                    batch.extend_from_slice(&bytes);
+                }
+            }
+            other => tracing::warn!(
+                event = "message_dropped",
+                "cannot send a frame ({e}): {}",
+                frame_name(other)
+            ),
+        },
+    }
+}
+
+fn frame_name(frame: &Frame) -> String {
+    match frame {
+        Frame::Hello { .. } => "hello".into(),
+        Frame::Tell(m) | Frame::Ask { message: m, .. } => format!("{} to {}", m.message, m.to),
+        Frame::Reply { id, .. } => format!("reply {id}"),
+    }
+}
+
+// ------------------------------------------------------------------ link
+
+/// A link to the process serving actors at `addr`: one connection, opened at the first
+/// message and again after a break, carrying every message in order.
 pub struct TcpLink {
     addr: String,
-    idle: Arc<Mutex<Vec<ClientConnection<ActorWire>>>>,
+    /// The process this link speaks for, sent in its hello.
+    origin: Option<Origin>,
+    /// Where the connection's tasks run (the runtime the link was made on).
+    runtime: Option<tokio::runtime::Handle>,
+    /// Told the origin the server's hello names.
+    learn: Option<Learn>,
+    conn: Mutex<Option<Arc<Conn>>>,
+}
+
+/// What a link tells the process it speaks for about the other end.
+pub enum LinkEvent<'a> {
+    /// It reached the process `origin` names (the server's hello).
+    Reached(&'a Origin),
+    /// Nothing listens at its address any more (a refused connection).
+    Unreachable(&'a str),
+}
+
+/// What a link does with a [`LinkEvent`].
+pub type Learn = Arc<dyn Fn(LinkEvent<'_>) + Send + Sync>;
+
+/// One connection: its outgoing queue and the asks waiting for their replies.
+struct Conn {
+    out: mpsc::UnboundedSender<Frame>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<RemoteReply>>>,
+    next_id: AtomicU64,
+    /// Set when the connection broke; no new ask waits on it.
+    broken: AtomicBool,
 }
 
 impl TcpLink {
+    /// A link that speaks for no process (a client that serves no actors).
     pub fn new(addr: &str) -> Arc<TcpLink> {
+        TcpLink::with_origin(addr, None)
+    }
+
+    /// A link that speaks for the process `origin` names.
+    pub fn with_origin(addr: &str, origin: Option<Origin>) -> Arc<TcpLink> {
+        TcpLink::speaking_for(addr, origin, None)
+    }
+
+    /// A link that speaks for the process `origin` names and hands the origin of the process
+    /// it reaches to `learn`.
+    pub fn speaking_for(addr: &str, origin: Option<Origin>, learn: Option<Learn>) -> Arc<TcpLink> {
         Arc::new(TcpLink {
             addr: addr.to_string(),
-            idle: Arc::default(),
+            origin,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            learn,
+            conn: Mutex::new(None),
         })
+    }
+
+    /// The open connection, or a new one being opened.
+    fn conn(&self) -> Result<Arc<Conn>, String> {
+        let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(conn) = slot.as_ref() {
+            if !conn.broken.load(Ordering::Acquire) {
+                return Ok(conn.clone());
+            }
+        }
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.runtime.clone())
+            .ok_or_else(|| {
+                format!(
+                    "cannot connect to {}: no runtime to run the connection on",
+                    self.addr
+                )
+            })?;
+        let (out, queued) = mpsc::unbounded_channel();
+        let conn = Arc::new(Conn {
+            out,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            broken: AtomicBool::new(false),
+        });
+        *slot = Some(conn.clone());
+        let hello = Frame::Hello {
+            origin: self.origin.clone(),
+        };
+        runtime.spawn(run_connection(
+            self.addr.clone(),
+            hello,
+            self.learn.clone(),
+            Arc::downgrade(&conn),
+            queued,
+        ));
+        Ok(conn)
+    }
+}
+
+/// Connects, greets, then writes the queue and reads the replies until either side fails;
+/// then fails every ask in flight with the reason.
+async fn run_connection(
+    addr: String,
+    hello: Frame,
+    learn: Option<Learn>,
+    conn: Weak<Conn>,
+    mut queued: mpsc::UnboundedReceiver<Frame>,
+) {
+    let reason = match connect(&addr).await {
+        Err((reason, refused)) => {
+            if let (true, Some(learn)) = (refused, &learn) {
+                learn(LinkEvent::Unreachable(&addr));
+            }
+            reason
+        }
+        Ok(stream) => {
+            let (read, write) = stream.into_split();
+            let (mut read, mut write) = (BufReader::new(read), BufWriter::new(write));
+            match greet(&mut read, &mut write).await {
+                Err(reason) => format!("the actor endpoint at {addr} refused the connection: {reason}"),
+                Ok(()) => {
+                    let mut first = Vec::new();
+                    push_frame(&mut first, &hello);
+                    let hello_sent = async {
+                        write.write_all(&first).await?;
+                        write.flush().await
+                    };
+                    let answered = async {
+                        hello_sent
+                            .await
+                            .map_err(|e| format!("cannot write to {addr}: {e}"))?;
+                        match tokio::time::timeout(
+                            CONNECT_TIMEOUT,
+                            read_frame::<_, Frame>(&mut read, MAX_FRAME),
+                        )
+                        .await
+                        {
+                            Ok(Ok(Some(Frame::Hello { origin }))) => Ok(origin),
+                            Ok(Ok(_)) => {
+                                Err(format!("the actor endpoint at {addr} did not answer the hello"))
+                            }
+                            Ok(Err(e)) => Err(format!("cannot read the hello of {addr}: {e}")),
+                            Err(_) => Err(format!("no hello from {addr} within the connect time-out")),
+                        }
+                    };
+                    match answered.await {
+                        Err(e) => e,
+                        Ok(origin) => {
+                            if let (Some(learn), Some(origin)) = (&learn, &origin) {
+                                learn(LinkEvent::Reached(origin));
+                            }
+                            let writer = write_frames(&mut write, &mut queued);
+                            let reader = read_replies(&mut read, &conn);
+                            tokio::select! {
+                                written = writer => match written {
+                                    Ok(()) => "the link was dropped".to_string(),
+                                    Err(e) => format!("the connection to {addr} broke ({e})"),
+                                },
+                                read = reader => format!("the connection to {addr} was lost ({read})"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if let Some(conn) = conn.upgrade() {
+        conn.broken.store(true, Ordering::Release);
+        let pending: Vec<_> = conn
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        if !pending.is_empty() {
+            tracing::debug!(event = "link_broken", peer = %addr, asks = pending.len(), "{reason}");
+        }
+        for (_, waiter) in pending {
+            let _ = waiter.send(Err(reason.clone()));
+        }
+    }
+    // What was queued behind the break is lost, as on a network.
+    queued.close();
+}
+
+/// Connects to `addr`; the error says why, and whether nothing listens there.
+async fn connect(addr: &str) -> Result<TcpStream, (String, bool)> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(stream)) => {
+            let _ = stream.set_nodelay(true);
+            Ok(stream)
+        }
+        Ok(Err(e)) => Err((
+            format!(
+                "cannot connect to the actor endpoint at {addr}: {e} (is the process serving these actors running?)"
+            ),
+            e.kind() == std::io::ErrorKind::ConnectionRefused,
+        )),
+        Err(_) => Err((
+            format!(
+                "cannot connect to the actor endpoint at {addr} within {}",
+                humantime::format_duration(CONNECT_TIMEOUT)
+            ),
+            false,
+        )),
+    }
+}
+
+/// Hands each reply to the ask waiting for it, until the stream ends or fails; answers why.
+async fn read_replies<R>(read: &mut R, conn: &Weak<Conn>) -> String
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    loop {
+        match read_frame::<_, Frame>(read, MAX_FRAME).await {
+            Ok(None) => return "the other process closed it".into(),
+            Err(e) => return e.to_string(),
+            Ok(Some(Frame::Reply { id, reply })) => {
+                let Some(conn) = conn.upgrade() else {
+                    return "the link was dropped".into();
+                };
+                let waiter = conn.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(reply);
+                }
+            }
+            Ok(Some(other)) => return format!("unexpected frame from the server: {}", frame_name(&other)),
+        }
+    }
+}
+
+/// Removes an abandoned ask's waiter.
+struct Waiting {
+    conn: Weak<Conn>,
+    id: u64,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.upgrade() {
+            conn.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&self.id);
+        }
     }
 }
 
 impl RemoteLink for TcpLink {
     fn send(&self, message: RemoteMessage) -> ReplyFuture {
-        let (addr, idle) = (self.addr.clone(), self.idle.clone());
+        let conn = match self.conn() {
+            Ok(conn) => conn,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        let id = conn.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        conn.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        let waiting = Waiting {
+            conn: Arc::downgrade(&conn),
+            id,
+        };
+        let sent = conn.out.send(Frame::Ask { id, message });
+        let addr = self.addr.clone();
         Box::pin(async move {
-            let limit = message.ask.unwrap_or(TELL_TIMEOUT);
-            let pooled = idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let mut connection = match pooled {
-                Some(c) => c,
-                None => ClientConnection::<ActorWire>::connect(&addr, CONNECT_TIMEOUT)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            };
-            let reply = connection.call(message, limit).await.map_err(|e| e.to_string())?;
-            let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < POOL {
-                idle.push(connection);
+            let _waiting = waiting;
+            if sent.is_err() {
+                return Err(format!("the connection to {addr} is closed"));
             }
-            reply
+            match rx.await {
+                Ok(reply) => reply,
+                Err(_) => Err(format!("the connection to {addr} was lost")),
+            }
         })
+    }
+
+    fn tell(&self, message: RemoteMessage) -> Result<(), String> {
+        let conn = self.conn()?;
+        conn.out
+            .send(Frame::Tell(message))
+            .map_err(|_| format!("the connection to {} is closed", self.addr))
     }
 
     fn peer(&self) -> String {

@@ -507,11 +507,76 @@ impl Me {
                     registry.notify_watchers(target, t.incarnation, &reason);
                 }
             }
-            None => recipient.do_send(Terminated {
-                path: target.clone(),
-                incarnation: 0,
-                reason: ExitReason::NoProc,
-            }),
+            None => match self.cluster.remote_link(target) {
+                Some(link) => self.watch_remote(link, target.clone(), recipient),
+                None => recipient.do_send(Terminated {
+                    path: target.clone(),
+                    incarnation: 0,
+                    reason: ExitReason::NoProc,
+                }),
+            },
         }
+    }
+
+    /// Watches an actor of another process: an ask its process answers when the actor ends
+    /// (asked again while it runs); a link that breaks ends the watch with the loss of that
+    /// process, as Spark's RPC layer reports a disconnected endpoint. The watch ends with
+    /// this incarnation.
+    fn watch_remote(
+        &self,
+        link: Arc<dyn super::remote::RemoteLink>,
+        target: ActorPath,
+        recipient: actix::Recipient<Terminated>,
+    ) {
+        use super::remote::{RemoteMessage, WatchEnded, WATCH};
+        /// How long one watch ask waits before it is asked again.
+        const WATCH_ASK: Duration = Duration::from_secs(3600);
+        let (cancel, origin) = (self.shared.cancel.clone(), self.cluster.origin().cloned());
+        let watcher = self.shared.path.as_str().to_string();
+        self.cluster.spawn_task(async move {
+            let ended = loop {
+                let ask = RemoteMessage {
+                    to: target.as_str().to_string(),
+                    from: Some(watcher.clone()),
+                    protocol: WATCH.to_string(),
+                    message: "Watch".to_string(),
+                    body: Vec::new(),
+                    ask: Some(WATCH_ASK),
+                    origin: origin.clone(),
+                    hops: 0,
+                };
+                let answer = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    answer = link.send(ask) => answer,
+                };
+                match answer {
+                    Ok(bytes) => match rmp_serde::from_slice::<WatchEnded>(&bytes) {
+                        Ok(ended) => break ended,
+                        Err(e) => {
+                            break WatchEnded {
+                                incarnation: 0,
+                                reason: ExitReason::Aborted {
+                                    message: format!("its end could not be read: {e}"),
+                                },
+                            }
+                        }
+                    },
+                    Err(still) if still.ends_with("still runs") => continue,
+                    Err(lost) => {
+                        break WatchEnded {
+                            incarnation: 0,
+                            reason: ExitReason::Aborted {
+                                message: format!("its process at {} is gone: {lost}", link.peer()),
+                            },
+                        }
+                    }
+                }
+            };
+            recipient.do_send(Terminated {
+                path: target,
+                incarnation: ended.incarnation,
+                reason: ended.reason,
+            });
+        });
     }
 }

@@ -25,7 +25,7 @@ use super::panic::install_quiet_hook;
 use super::path::{ActorPath, PathError};
 use super::protocol::{Endpoint, Protocol};
 use super::registry::{ActorInfo, Registry};
-use super::remote::{RemoteLink, Routes};
+use super::remote::{Connect, Origin, RemoteLink, Routes, Service, Serving};
 use super::supervisor::{ChildKind, Supervisor, SupervisorSpec};
 use crate::logs::ctx::{in_scope, Instrumented, LogCtx, LogIds};
 use crate::logs::sink::{self, LogSink};
@@ -45,6 +45,11 @@ struct Inner {
     /// every local message reads only the flag).
     routes: Routes,
     has_routes: std::sync::atomic::AtomicBool,
+    /// What this process serves to others, once it does (set once, read on every remote
+    /// message).
+    serving: std::sync::OnceLock<Serving>,
+    /// The process's services by protocol name (see [`Service`]).
+    services: dashmap::DashMap<String, Service>,
 }
 
 impl Drop for Inner {
@@ -62,6 +67,17 @@ pub struct Cluster {
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Cluster({})", self.inner.id)
+    }
+}
+
+/// A cluster held without keeping it alive (what the cluster's own services hold).
+#[derive(Clone)]
+pub struct WeakCluster(std::sync::Weak<Inner>);
+
+impl WeakCluster {
+    /// The cluster, while it lives.
+    pub fn upgrade(&self) -> Option<Cluster> {
+        self.0.upgrade().map(|inner| Cluster { inner })
     }
 }
 
@@ -138,6 +154,8 @@ impl ClusterBuilder {
                 ended: tokio::sync::Notify::new(),
                 routes: Routes::default(),
                 has_routes: std::sync::atomic::AtomicBool::new(false),
+                serving: std::sync::OnceLock::new(),
+                services: dashmap::DashMap::new(),
             }),
         })
     }
@@ -197,6 +215,10 @@ impl Cluster {
     /// Routes the paths under `prefix` to another process over `link`: a ref to such a path
     /// that no local actor holds sends its messages there (see [`super::remote`]).
     pub fn add_route(&self, prefix: ActorPath, link: Arc<dyn RemoteLink>) {
+        self.route(prefix, link, None, false);
+    }
+
+    fn route(&self, prefix: ActorPath, link: Arc<dyn RemoteLink>, addr: Option<String>, learned: bool) {
         tracing::info!(
             event = "route_added",
             prefix = prefix.as_str(),
@@ -204,17 +226,182 @@ impl Cluster {
             "paths under {prefix} are served by {}",
             link.peer()
         );
-        self.inner.routes.add(prefix, link);
+        self.inner.routes.add(prefix, link, addr, learned);
         self.inner.has_routes.store(true, Ordering::Release);
     }
 
+    /// Says that this process serves the actors under `root` to other processes at `addr`,
+    /// and how it reaches a process by address (`connect`, the transport's): its messages
+    /// then carry that origin, and it learns the origins of those it receives as routes.
+    /// Only the first call counts.
+    pub fn serve_at(&self, root: ActorPath, addr: &str, connect: Connect) -> Result<(), String> {
+        let serving = Serving {
+            origin: Origin {
+                root: root.as_str().to_string(),
+                addr: addr.to_string(),
+            },
+            root,
+            connect,
+        };
+        self.inner
+            .serving
+            .set(serving)
+            .map_err(|_| "this cluster already serves its actors".to_string())
+    }
+
+    /// The origin this process's messages carry, once it serves its actors.
+    pub(crate) fn origin(&self) -> Option<&Origin> {
+        self.inner.serving.get().map(|s| &s.origin)
+    }
+
+    /// The address this process serves its actors at, once it does.
+    pub fn served_addr(&self) -> Option<&str> {
+        self.origin().map(|o| o.addr.as_str())
+    }
+
+    /// Learns the route to the process a message came from (nothing for this process's own
+    /// root, or a route known already).
+    pub(crate) fn learn_route(&self, origin: &Origin) {
+        let Some(serving) = self.inner.serving.get() else {
+            return;
+        };
+        if origin.root == serving.origin.root || origin.addr == serving.origin.addr {
+            return;
+        }
+        let Ok(prefix) = ActorPath::parse(&origin.root) else {
+            return;
+        };
+        if self.inner.routes.has(&prefix, &origin.addr) {
+            return;
+        }
+        let link = (serving.connect)(&origin.addr);
+        self.route(prefix, link, Some(origin.addr.clone()), true);
+    }
+
+    /// This cluster, held weakly.
+    pub fn downgrade(&self) -> WeakCluster {
+        WeakCluster(Arc::downgrade(&self.inner))
+    }
+
+    /// Offers `service` to other processes under the protocol name `name` (a second offer
+    /// replaces the first).
+    pub fn offer(&self, name: &str, service: Service) {
+        self.inner.services.insert(name.to_string(), service);
+    }
+
+    pub(crate) fn service(&self, name: &str) -> Option<Service> {
+        self.inner.services.get(name).map(|s| s.clone())
+    }
+
+    /// Whether `path` is the root this process serves.
+    pub(crate) fn is_own_root(&self, path: &ActorPath) -> bool {
+        self.inner.serving.get().is_some_and(|s| s.root == *path)
+    }
+
+    /// The processes this one reaches that hold paths under its own root (its containers,
+    /// the NodeManagers that joined it), each by its root and link, leaving out one whose
+    /// root lies under another's (that one reaches it). Empty while it serves nothing.
+    pub fn processes_below(&self) -> Vec<(ActorPath, Arc<dyn RemoteLink>)> {
+        let Some(serving) = self.inner.serving.get() else {
+            return Vec::new();
+        };
+        let below = self.inner.routes.learned_under(&serving.root);
+        below
+            .iter()
+            .filter(|(p, _)| !below.iter().any(|(q, _)| q.is_ancestor_of(p)))
+            .cloned()
+            .collect()
+    }
+
+    /// What a link of this process calls with the origin of the process it reached: learns
+    /// it as a route, while the cluster lives (it holds the cluster weakly, as the cluster
+    /// holds its links).
+    pub fn learner(&self) -> Arc<dyn Fn(&Origin) + Send + Sync> {
+        let weak = Arc::downgrade(&self.inner);
+        Arc::new(move |origin: &Origin| {
+            if let Some(inner) = weak.upgrade() {
+                Cluster { inner }.learn_route(origin);
+            }
+        })
+    }
+
+    /// What a link of this process calls when nothing listens at an address any more: the
+    /// routes learned to that address are forgotten (the process ended), so they neither
+    /// pile up nor take part in what is asked of every process.
+    pub fn forgetter(&self) -> Arc<dyn Fn(&str) + Send + Sync> {
+        let weak = Arc::downgrade(&self.inner);
+        Arc::new(move |addr: &str| {
+            if let Some(inner) = weak.upgrade() {
+                for prefix in inner.routes.forget_addr(addr) {
+                    in_scope(&inner.log, || {
+                        tracing::info!(
+                            event = "route_removed",
+                            prefix = prefix.as_str(),
+                            peer = addr,
+                            "paths under {prefix} are no longer routed: nothing listens at {addr}"
+                        )
+                    });
+                }
+            }
+        })
+    }
+
+    /// Forgets the learned routes of `prefix` (its process ended).
+    pub fn forget_route(&self, prefix: &ActorPath) {
+        if self.inner.routes.forget_prefix(prefix) {
+            tracing::info!(
+                event = "route_removed",
+                prefix = prefix.as_str(),
+                "paths under {prefix} are no longer routed"
+            );
+        }
+    }
+
+    /// Routes the paths under `prefix` to the process serving at `addr`, through the
+    /// transport this process serves with (see [`Cluster::serve_at`]).
+    pub fn route_to(&self, prefix: ActorPath, addr: &str) -> Result<(), String> {
+        let Some(serving) = self.inner.serving.get() else {
+            return Err(format!(
+                "cannot route {prefix} to {addr}: this process serves no actors"
+            ));
+        };
+        let link = (serving.connect)(addr);
+        self.route(prefix, link, Some(addr.to_string()), false);
+        Ok(())
+    }
+
+    /// The path of an actor URL (`sparkyard://HOST:PORT/path`, or a bare path), routing it to
+    /// the process at HOST:PORT when it names one and no local actor holds it (that process's
+    /// hello then teaches the rest of its paths).
+    pub fn resolve_url(&self, url: &str) -> Result<ActorPath, String> {
+        let (addr, path) = super::remote::parse_actor_url(url)?;
+        if let Some(addr) = addr {
+            if !self.inner.registry.contains(&path) && self.served_addr() != Some(addr.as_str()) {
+                self.route_to(path.clone(), &addr)?;
+            }
+        }
+        Ok(path)
+    }
+
+    /// The URL other processes reach the actor at `path` by: the address of this process
+    /// when it holds the actor, of the process a route with an address sends it to when
+    /// another does, or the bare path when neither is known.
+    pub fn url_of(&self, path: &ActorPath) -> String {
+        if self.inner.registry.contains(path) {
+            return super::remote::actor_url(self.served_addr(), path);
+        }
+        let addr = self.inner.routes.addr_for(path);
+        super::remote::actor_url(addr.as_deref(), path)
+    }
+
     /// The link to the process serving `path`, when no local actor holds it and a route
-    /// covers it.
+    /// covers it (never one back under this process's own root).
     pub(crate) fn remote_link(&self, path: &ActorPath) -> Option<Arc<dyn RemoteLink>> {
         if !self.inner.has_routes.load(Ordering::Acquire) || self.inner.registry.contains(path) {
             return None;
         }
-        self.inner.routes.link_for(path)
+        let own = self.inner.serving.get().map(|s| &s.root);
+        self.inner.routes.link_for(path, own)
     }
 
     /// Every live actor, sorted by path.
@@ -231,6 +418,14 @@ impl Cluster {
             None,
             move |_, me| Ok(Supervisor::new(me, spec)),
         )
+    }
+
+    /// Starts a top-level supervisor at `path`, which may be deep (a container process holds
+    /// its container's path, `/node/nm-<host>/<container_id>`, as its root).
+    pub fn start_root_at(&self, path: &ActorPath, ids: LogIds, spec: SupervisorSpec) -> ActorPath {
+        self.start_root_path(path.clone(), ChildKind::Supervisor, ids, None, move |_, me| {
+            Ok(Supervisor::new(me, spec))
+        })
     }
 
     /// Starts a top-level actor at `/<name>` built by `make` (no supervisor above it: when it
@@ -262,6 +457,21 @@ impl Cluster {
         F: FnOnce(&mut Context<A>, Me) -> Result<A, String> + Send + 'static,
     {
         let path = ActorPath::root(name)?;
+        Ok(self.start_root_path(path, kind, ids, on_exit, make))
+    }
+
+    fn start_root_path<A, F>(
+        &self,
+        path: ActorPath,
+        kind: ChildKind,
+        ids: LogIds,
+        on_exit: Option<ExitNotify>,
+        make: F,
+    ) -> ActorPath
+    where
+        A: Endpoint,
+        F: FnOnce(&mut Context<A>, Me) -> Result<A, String> + Send + 'static,
+    {
         let args = SpawnArgs {
             path: path.clone(),
             kind,
@@ -280,7 +490,7 @@ impl Cluster {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(shared);
-        Ok(path)
+        path
     }
 
     /// The end of an incarnation: called once by its cell, whatever ended it.

@@ -173,6 +173,8 @@ impl<P: Protocol> EndpointRef<P> {
             message: P::message_name().to_string(),
             body,
             ask,
+            origin: self.cluster.origin().cloned(),
+            hops: 0,
         }
     }
 
@@ -203,19 +205,16 @@ impl<P: Protocol> EndpointRef<P> {
             }
             Some(Ok(body)) => body,
         };
-        let sent = link.send(self.remote_message::<M>(body, None));
-        let to = self.to.clone();
-        self.cluster.spawn_task(async move {
-            if let Err(e) = sent.await {
-                tracing::warn!(
-                    to = to.as_str(),
-                    peer = link.peer(),
-                    "{} to {to} over {} was not delivered: {e}",
-                    short_type_name::<M>(),
-                    link.peer()
-                );
-            }
-        });
+        if let Err(e) = link.tell(self.remote_message::<M>(body, None)) {
+            tracing::warn!(
+                to = self.to.as_str(),
+                peer = link.peer(),
+                "{} to {} over {} was not delivered: {e}",
+                short_type_name::<M>(),
+                self.to,
+                link.peer()
+            );
+        }
         Ok(())
     }
 

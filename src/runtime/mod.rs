@@ -38,7 +38,7 @@ pub mod watch;
 pub use cancel::{CancelToken, Cancelled};
 pub use cell::Me;
 pub use clock::Clock;
-pub use cluster::Cluster;
+pub use cluster::{Cluster, WeakCluster};
 pub use exit::ExitReason;
 pub use fault::{FaultError, FaultPlan, KillMode, PartitionMode, PlannedFault, Progress, Span, Trigger};
 pub use inbox::{DurableInbox, InboxSender, WakeInbox};

@@ -140,7 +140,7 @@ impl Actor for ClientRmService {
                                 client_service::serve_rm_admin(&rm.speaking(), admin, CALL_TIMEOUT).await,
                             )
                         } else {
-                            ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin))
+                            ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin).await)
                         }
                     }
                     other => client_service::serve(&rm, other, CALL_TIMEOUT).await,

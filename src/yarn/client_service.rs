@@ -185,8 +185,126 @@ pub fn check_admin(request: &AdminRequest) -> Result<(), String> {
     }
 }
 
-/// Serves one admin call with the node's `cluster`.
-pub fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminResponse {
+/// The protocol name under which every process of a node serves the admin calls of
+/// `sparkyard actors` and `sparkyard chaos` (a process service, see
+/// `runtime::remote::Service`).
+pub const ADMIN_SERVICE: &str = "sparkyard.admin";
+
+/// How long one process waits for another's answer to an admin call.
+const ADMIN_ASK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Offers the admin calls to other processes: a node's process asks each of its container
+/// processes and NodeManager processes, which ask theirs, so `sparkyard actors` shows, and
+/// `sparkyard chaos` reaches, the actors of every process.
+pub fn offer_admin(cluster: &Cluster) {
+    let weak = cluster.downgrade();
+    cluster.offer(
+        ADMIN_SERVICE,
+        std::sync::Arc::new(move |message: crate::runtime::remote::RemoteMessage| {
+            let weak = weak.clone();
+            Box::pin(async move {
+                let cluster = weak.upgrade().ok_or("the process is ending")?;
+                let request: AdminRequest = rmp_serde::from_slice(&message.body)
+                    .map_err(|e| format!("cannot decode an admin call: {e}"))?;
+                let answer = serve_admin(&cluster, request).await;
+                rmp_serde::to_vec(&answer).map_err(|e| format!("cannot encode the admin answer: {e}"))
+            })
+        }),
+    );
+}
+
+/// Serves one admin call with `cluster` and every process under it (its container and
+/// NodeManager processes), merging their answers: the actors of all, what a kill or a
+/// partition reached in any; a refusal only when every process refused (the first one's,
+/// this process's).
+pub async fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminResponse {
+    let local = serve_admin_local(cluster, request.clone());
+    let fan_out = matches!(
+        request,
+        AdminRequest::ListActors { .. } | AdminRequest::Kill { .. } | AdminRequest::Partition { .. }
+    );
+    let below = cluster.processes_below();
+    if !fan_out
+        || below.is_empty()
+        || matches!(local, AdminResponse::Refused(_)) && check_admin(&request).is_err()
+    {
+        return local;
+    }
+    let body = match rmp_serde::to_vec(&request) {
+        Ok(b) => b,
+        Err(_) => return local,
+    };
+    let asks = below.into_iter().map(|(root, link)| {
+        let message = crate::runtime::remote::RemoteMessage {
+            to: root.as_str().to_string(),
+            from: None,
+            protocol: ADMIN_SERVICE.to_string(),
+            message: request.name().to_string(),
+            body: body.clone(),
+            ask: Some(ADMIN_ASK),
+            origin: None,
+            hops: 0,
+        };
+        async move {
+            match tokio::time::timeout(ADMIN_ASK, link.send(message)).await {
+                Ok(Ok(bytes)) => rmp_serde::from_slice::<AdminResponse>(&bytes).ok(),
+                Ok(Err(e)) => {
+                    tracing::debug!(process = root.as_str(), "an admin call did not reach {root}: {e}");
+                    None
+                }
+                Err(_) => None,
+            }
+        }
+    });
+    let answers = futures_util::future::join_all(asks).await;
+    merge_admin(local, answers.into_iter().flatten())
+}
+
+/// Merges the answers of several processes to one admin call.
+fn merge_admin(first: AdminResponse, others: impl Iterator<Item = AdminResponse>) -> AdminResponse {
+    let mut merged = first;
+    for other in others {
+        merged = match (merged, other) {
+            (AdminResponse::Refused(_), ok) if !matches!(ok, AdminResponse::Refused(_)) => ok,
+            (AdminResponse::Actors(mut a), AdminResponse::Actors(b)) => {
+                a.extend(b);
+                AdminResponse::Actors(a)
+            }
+            (AdminResponse::Killed(mut a), AdminResponse::Killed(b)) => {
+                a.extend(b);
+                AdminResponse::Killed(a)
+            }
+            (
+                AdminResponse::KillScheduled { after, mut matching },
+                AdminResponse::KillScheduled { matching: more, .. },
+            ) => {
+                matching.extend(more);
+                AdminResponse::KillScheduled { after, matching }
+            }
+            (
+                AdminResponse::Partitioned {
+                    duration,
+                    mut matching,
+                },
+                AdminResponse::Partitioned { matching: more, .. },
+            ) => {
+                matching.extend(more);
+                AdminResponse::Partitioned { duration, matching }
+            }
+            (kept, _) => kept,
+        };
+    }
+    if let AdminResponse::Actors(a) = &mut merged {
+        a.sort_by(|x, y| x.path.cmp(&y.path));
+        // A container process holds its container's path as its root, beside the node's own
+        // supervisor of that container: one line per path.
+        a.dedup_by(|x, y| x.path == y.path);
+    }
+    merged
+}
+
+/// Serves one admin call with this process's `cluster` alone.
+pub fn serve_admin_local(cluster: &Cluster, request: AdminRequest) -> AdminResponse {
     let refused = AdminResponse::Refused;
     if let Err(e) = check_admin(&request) {
         return refused(format!("{}: {e}", request.name()));

@@ -18,10 +18,68 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::records::{Container, ContainerLaunchContext};
 use crate::logs::output::OutputSink;
 use crate::logs::LogIds;
-use crate::runtime::{ActorPath, ChildSpec};
+use crate::runtime::{ActorPath, ChildSpec, Restart, Strategy, SupervisorSpec};
+
+/// The file a NodeManager writes into a container process's working directory before it
+/// starts it (YARN's `launch_container.sh` and its tokens file): what the process needs to
+/// know of its container beyond its command line.
+pub const LAUNCH_FILE: &str = "launch_container.json";
+
+/// The contents of [`LAUNCH_FILE`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerLaunchFile {
+    /// The container the ResourceManager allocated.
+    pub container: Container,
+    /// Its launch context (the process reads its localized resources from it).
+    pub context: ContainerLaunchContext,
+    /// The node's host name (what the process sees as its own).
+    pub host: String,
+    /// The address the process binds its actor endpoint on (the node's).
+    pub bind: String,
+    /// The ResourceManager's path.
+    pub rm: String,
+    /// The actor endpoint of the process that started it (its NodeManager's), which routes
+    /// every path the container does not hold.
+    pub node_actors: String,
+    /// Where the structured logs go (the node's log directory), if anywhere.
+    pub log_dir: Option<std::path::PathBuf>,
+}
+
+/// The ids a container's records carry: its application, attempt and container, plus those
+/// its process adds.
+pub fn container_ids(container: &Container, process: &LogIds) -> LogIds {
+    let attempt_id = container.id.attempt;
+    LogIds::default()
+        .app(&attempt_id.app.to_string())
+        .attempt(attempt_id.attempt)
+        .container(&container.id.to_string())
+        .with(process)
+}
+
+/// A container's supervisor: `one_for_one` with `auto_shutdown`, over its process's role
+/// (its significant child), so the container ends with its role's exit status. The
+/// NodeManager starts it under the node; a container process holds it as its root.
+pub fn container_supervisor(role: ChildSpec) -> SupervisorSpec {
+    SupervisorSpec::new(Strategy::OneForOne)
+        .auto_shutdown(true)
+        .child(role)
+}
+
+/// The child spec of a container's supervisor, named after the container.
+pub fn container_spec(container: &Container, process: Process) -> ChildSpec {
+    let ids = container_ids(container, &process.ids);
+    let role = process.spec;
+    ChildSpec::supervisor(&container.id.to_string(), move || {
+        container_supervisor(role.clone())
+    })
+    .restart(Restart::Temporary)
+    .ids(ids)
+}
 
 /// What a launcher is given to start one container.
 pub struct Launch<'a> {

@@ -66,18 +66,9 @@ pub fn start_node(
             .ids(LogIds::default().node(rm_host)),
         );
     for node in nodes {
-        let node = Arc::new(node.clone());
         let (n, rm, launchers) = (node.clone(), rm.clone(), launchers.clone());
         let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
-            let (n, rm, launchers) = (n.clone(), rm.clone(), launchers.clone());
-            // Kept across restarts of the NodeManager actor, new with each start of the node:
-            // a node that dies loses its containers and what its NodeManager knew.
-            let state = Kept::new(NodeManagerCore::default());
-            SupervisorSpec::new(Strategy::OneForOne)
-                .supervision(&supervision)
-                .child(ChildSpec::worker("node-manager", move |_, me| {
-                    NodeManager::new(me, (*n).clone(), rm.clone(), state.clone(), launchers.clone())
-                }))
+            node_manager_spec(&n, &rm, &launchers, &supervision)
         })
         .ids(LogIds::default().node(&node.host));
         spec = spec.child(nm);
@@ -93,6 +84,30 @@ pub fn start_node(
         );
     }
     cluster.start_root(NODE_ROOT, spec).map_err(|e| e.to_string())
+}
+
+/// A NodeManager's subtree (`nm-<host>`): a supervisor whose `node-manager` child starts
+/// containers next to itself. Its state is new with each start of the subtree (a node that
+/// dies loses its containers and what its NodeManager knew) and kept across restarts of
+/// the NodeManager actor.
+pub fn node_manager_spec(
+    node: &NodeSpec,
+    rm: &ActorPath,
+    launchers: &LauncherRegistry,
+    supervision: &crate::runtime::Supervision,
+) -> SupervisorSpec {
+    let (n, rm, launchers) = (Arc::new(node.clone()), rm.clone(), launchers.clone());
+    let state = Kept::new(NodeManagerCore::default());
+    SupervisorSpec::new(Strategy::OneForOne)
+        .supervision(supervision)
+        .child(ChildSpec::worker("node-manager", move |_, me| {
+            NodeManager::new(me, (*n).clone(), rm.clone(), state.clone(), launchers.clone())
+        }))
+}
+
+/// The path of a NodeManager's subtree: `/node/nm-<host>`.
+pub fn node_manager_root(host: &str) -> ActorPath {
+    node_path(&format!("nm-{host}"))
 }
 
 /// Waits (real time, at most `limit`) until the ResourceManager runs and `nodes`

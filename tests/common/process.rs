@@ -94,6 +94,8 @@ pub fn start_node_with(conf: &[&str], stderr: Stdio) -> (Node, Option<Receiver<S
         &config_dir(),
         "--conf",
         "yarn.resourcemanager.address=127.0.0.1:0",
+        "--conf",
+        "yarn.resourcemanager.resource-tracker.address=127.0.0.1:0",
     ]);
     for pair in conf {
         cmd.args(["--conf", pair]);

@@ -425,6 +425,9 @@ impl YarnAllocator {
         let Some(st) = state.as_mut() else { return };
         st.set_num_cluster_nodes(resp.num_cluster_nodes);
         let mut to_launch = Vec::new();
+        // With its address when the driver's process serves its actors, so executors in
+        // other processes reach it directly (Spark's spark://CoarseGrainedScheduler@host:port).
+        let driver_url = self.me.cluster().url_of(&self.config.driver_url);
         if !resp.allocated.is_empty() {
             for c in &resp.allocated {
                 kept_racks.insert(c.node.clone(), c.rack.clone());
@@ -436,7 +439,7 @@ impl YarnAllocator {
                 to_launch.push(ExecutorRunnable::from_conf(
                     &self.conf,
                     launch.container,
-                    self.config.driver_url.as_str(),
+                    &driver_url,
                     &launch.executor_id,
                     &self.config.attempt.app.to_string(),
                     launch.executor_cores,

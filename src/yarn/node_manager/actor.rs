@@ -21,15 +21,12 @@ use super::core::{
 };
 use crate::conf::NodeSpec;
 use crate::logs::output::OutputSink;
-use crate::logs::LogIds;
 use crate::rpc::EndpointRef;
 use crate::runtime::cell::CellShared;
 use crate::runtime::supervisor::{StartChild, TerminateChild, WhichChildren};
 use crate::runtime::timers::run_later;
 use crate::runtime::SupervisorProtocol;
-use crate::runtime::{
-    ActorPath, ChildSpec, ExitReason, Kept, Me, Restart, Strategy, SupervisorSpec, Terminated,
-};
+use crate::runtime::{ActorPath, ChildSpec, ExitReason, Kept, Me, Terminated};
 use crate::yarn::launcher::{Launch, LauncherRegistry};
 use crate::yarn::protocol::*;
 use crate::yarn::records::*;
@@ -271,7 +268,6 @@ impl NodeManager {
         launch: &ContainerLaunchContext,
         output: &OutputSink,
     ) -> Result<ChildSpec, String> {
-        let attempt_id = container.id.attempt;
         let process = self.launchers.launch(&Launch {
             container,
             context: launch,
@@ -279,20 +275,7 @@ impl NodeManager {
             rm: &self.rm_path,
             output,
         })?;
-        let ids = LogIds::default()
-            .app(&attempt_id.app.to_string())
-            .attempt(attempt_id.attempt)
-            .container(&container.id.to_string())
-            .with(&process.ids);
-        let role = process.spec;
-        let id = container.id.to_string();
-        Ok(ChildSpec::supervisor(&id, move || {
-            SupervisorSpec::new(Strategy::OneForOne)
-                .auto_shutdown(true)
-                .child(role.clone())
-        })
-        .restart(Restart::Temporary)
-        .ids(ids))
+        Ok(super::super::launcher::container_spec(container, process))
     }
 }
 

@@ -1,0 +1,145 @@
+//! Containers as OS processes: the launcher registry of a node whose containers are
+//! processes of this binary, as a NodeManager execs a JVM for each container.
+//!
+//! Layer: cli (the top: parses commands and assembles processes).
+//!
+//! The launcher checks the launch command with the same parser the process will use (a
+//! command it cannot start fails at once, as in process), prepares the container's working
+//! directory under the NodeManager's local directory
+//! (`<local-dir>/usercache/<user>/appcache/<app>/<container>`) with the launch file the
+//! process reads ([`LAUNCH_FILE`]), and hands the NodeManager a
+//! [`container_process_child`]: the actor that runs the process in its own process group,
+//! with stdout and stderr in the container's log directory
+//! (`<log-dir>/<app>/<container>/{stdout,stderr}`), and stops it with SIGTERM then SIGKILL.
+
+use std::path::PathBuf;
+
+use super::roles::{parse_launch_command, PROGRAM};
+use crate::conf::{self, SparkConf};
+use crate::yarn::container_executor::{ContainerExecutorConf, ContainerProcessSpec};
+use crate::yarn::container_process::{container_process_child, ContainerProcesses};
+use crate::yarn::launcher::{ContainerLaunchFile, Launch, LauncherRegistry, Process, LAUNCH_FILE};
+
+/// What a node needs to start its containers as processes.
+#[derive(Clone, Debug)]
+pub struct ProcessContainers {
+    /// The program containers run (this binary).
+    pub binary: PathBuf,
+    /// The node process's actor endpoint: a container routes what it does not hold there.
+    pub node_actors: String,
+    /// The address containers bind their own actor endpoints to (the node's).
+    pub bind: String,
+    /// `yarn.nodemanager.local-dirs`: the root of the containers' working directories.
+    pub local_dir: PathBuf,
+    /// `yarn.nodemanager.log-dirs`: the root of the containers' stdout and stderr.
+    pub container_logs: PathBuf,
+    /// The structured log directory containers write their records to.
+    pub log_dir: Option<PathBuf>,
+    /// SIGKILL delay, memory monitor, environment whitelist.
+    pub executor: ContainerExecutorConf,
+    /// The node's running container processes (fault injection signals them).
+    pub processes: ContainerProcesses,
+    /// The user containers run as (YARN's `usercache/<user>`).
+    pub user: String,
+}
+
+impl ProcessContainers {
+    /// The settings of `conf` for a node process serving its actors at `node_actors` and
+    /// writing records under `log_dir`; an error names the key.
+    pub fn from_conf(
+        conf: &SparkConf,
+        node_actors: &str,
+        bind: &str,
+        log_dir: Option<PathBuf>,
+    ) -> Result<ProcessContainers, String> {
+        let binary = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
+        let user = std::env::var("USER").unwrap_or_else(|_| "sparkyard".to_string());
+        let first = |value: Option<String>| {
+            value.and_then(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .find(|d| !d.is_empty())
+                    .map(PathBuf::from)
+            })
+        };
+        let local_dir =
+            first(conf.get(&conf::NM_LOCAL_DIRS).map_err(|e| e.to_string())?).unwrap_or_else(|| {
+                std::env::temp_dir()
+                    .join(format!("sparkyard-{user}"))
+                    .join("nm-local-dir")
+            });
+        let container_logs = first(conf.get(&conf::NM_LOG_DIRS).map_err(|e| e.to_string())?)
+            .or_else(|| log_dir.as_ref().map(|d| d.join("apps")))
+            .unwrap_or_else(|| local_dir.join("userlogs"));
+        Ok(ProcessContainers {
+            binary,
+            node_actors: node_actors.to_string(),
+            bind: bind.to_string(),
+            local_dir,
+            container_logs,
+            log_dir,
+            executor: ContainerExecutorConf::from_conf(conf).map_err(|e| e.to_string())?,
+            processes: ContainerProcesses::new(),
+            user,
+        })
+    }
+
+    /// The registry of a node whose containers are processes of this binary.
+    pub fn launchers(self) -> LauncherRegistry {
+        LauncherRegistry::new().register(PROGRAM, move |l| self.launch(l))
+    }
+
+    fn launch(&self, launch: &Launch<'_>) -> Result<Process, String> {
+        // Refused here as in process: the same parser the process runs.
+        parse_launch_command(&launch.context.command, launch.host)?;
+        let id = launch.container.id;
+        let app = id.attempt.app.to_string();
+        let work_dir = self
+            .local_dir
+            .join("usercache")
+            .join(&self.user)
+            .join("appcache")
+            .join(&app)
+            .join(id.to_string());
+        std::fs::create_dir_all(&work_dir).map_err(|e| {
+            format!(
+                "cannot make the container's directory {}: {e}",
+                work_dir.display()
+            )
+        })?;
+        let file = ContainerLaunchFile {
+            container: launch.container.clone(),
+            context: launch.context.clone(),
+            host: launch.host.to_string(),
+            bind: self.bind.clone(),
+            rm: launch.rm.as_str().to_string(),
+            node_actors: self.node_actors.clone(),
+            log_dir: self.log_dir.clone(),
+        };
+        let text =
+            serde_json::to_string_pretty(&file).map_err(|e| format!("cannot write {LAUNCH_FILE}: {e}"))?;
+        let path = work_dir.join(LAUNCH_FILE);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let mut env: Vec<(String, String)> = launch
+            .context
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        env.push(("NM_HOST".into(), launch.host.to_string()));
+        let spec = ContainerProcessSpec {
+            container_id: id,
+            program: self.binary.clone(),
+            args: launch.context.command.iter().skip(1).cloned().collect(),
+            env,
+            work_dir,
+            log_dir: self.container_logs.join(&app).join(id.to_string()),
+            memory_limit_bytes: launch.container.resource.memory_mb << 20,
+        };
+        Ok(Process::new(container_process_child(
+            spec,
+            self.executor.clone(),
+            self.processes.clone(),
+        )))
+    }
+}
