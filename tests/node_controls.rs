@@ -149,13 +149,17 @@ fn actors_chaos_and_the_supervision_story_against_a_running_node() {
     );
     assert_eq!(timer["status"], "running");
     let timer_path = timer["path"].as_str().unwrap().to_string();
-    let mine = actors_json(&node, Some(&app));
+    // Executors run in their own container processes and may register after the driver's
+    // timers are up: wait for one.
+    let mine = eventually("an executor among the application's actors", || {
+        let mine = actors_json(&node, Some(&app));
+        mine.iter()
+            .any(|a| a["actor_type"] == "CoarseGrainedExecutorBackend")
+            .then_some(mine)
+    });
     assert!(mine
         .iter()
         .all(|a| a["path"].as_str().unwrap().contains("container_")));
-    assert!(mine
-        .iter()
-        .any(|a| a["actor_type"] == "CoarseGrainedExecutorBackend"));
 
     let o = control(&node, &["chaos", "kill", "*/driver/revive-timer"]);
     assert_eq!(o.code, 0, "{}", o.stderr);

@@ -96,6 +96,10 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
     crate::yarn::client_service::offer_admin(&cluster);
     let node_root = ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
     cluster.route_to(node_root, &file.node_actors)?;
+    // A client-mode driver's actors (`/submit`) are reached through its URL; the node's
+    // process forwards what comes without one (the embedded cluster holds them itself).
+    let submit_root = ActorPath::root("submit").map_err(|e| e.to_string())?;
+    cluster.route_to(submit_root, &file.node_actors)?;
     tracing::info!(
         event = "container_process_started",
         container_id = %file.container.id,

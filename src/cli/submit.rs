@@ -93,9 +93,6 @@ enum Target {
 fn target(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Target, String> {
     match parsed.master.as_deref() {
         Some("yarn") => {
-            if parsed.action == SparkSubmitAction::Submit && parsed.effective_deploy_mode() != "cluster" {
-                return Err("client mode against a running node is not supported yet: the driver would run here and its executors in the node's process, and messaging between processes is only built for the client protocol; use --deploy-mode cluster, or the embedded cluster (no --master)".into());
-            }
             let addr = conf.get(&conf::RM_ADDRESS).map_err(|e| e.to_string())?;
             Ok(Target::Node(format!("{}:{}", addr.host, addr.port)))
         }
@@ -109,6 +106,29 @@ fn target(parsed: &SparkSubmitArguments, conf: &SparkConf) -> Result<Target, Str
             .map(Target::Embedded)
             .map_err(|e| e.to_string()),
     }
+}
+
+/// Where a client-mode driver serves its actors: `spark.driver.host` (else 127.0.0.1 when
+/// the ResourceManager is on a loopback address, else this host's name) and
+/// `spark.driver.port` (0: any free port), as Spark's driver binds its RPC environment.
+fn driver_bind(conf: &SparkConf, rm_addr: &str) -> Result<String, String> {
+    let host = match conf.get(&conf::DRIVER_HOST_ADDRESS).map_err(|e| e.to_string())? {
+        Some(h) => h,
+        None => {
+            let rm_host = rm_addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(rm_addr);
+            let loopback = rm_host == "localhost"
+                || rm_host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if loopback {
+                "127.0.0.1".to_string()
+            } else {
+                super::local_hostname()
+            }
+        }
+    };
+    let port = conf.get(&conf::DRIVER_PORT).map_err(|e| e.to_string())?;
+    Ok(format!("{host}:{port}"))
 }
 
 /// The fault plan of `spark.sparkyard.chaos.*`, checked: only a submission to the embedded
@@ -205,14 +225,52 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
             .log_dir(&log_dir)
             .node(&super::local_hostname())
             .build()?;
+        let client_mode =
+            parsed.action == SparkSubmitAction::Submit && parsed.effective_deploy_mode() != "cluster";
+        // Held to the end: dropping it stops the actor endpoint.
+        let mut _serving = None;
         let (rm, local_rm) = match &target {
             Target::Embedded(nodes) => {
-                start_node(&cluster, &conf, nodes, &super::roles::launchers(), &super::local_hostname(), None)?;
+                let launchers = match super::node::container_mode(&conf, super::node::ContainerMode::InProcess)? {
+                    super::node::ContainerMode::InProcess => super::roles::launchers(),
+                    super::node::ContainerMode::Process => {
+                        let root = ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
+                        let (actors, serving) = crate::rpc::remote::serve_cluster(
+                            &cluster,
+                            root,
+                            "127.0.0.1:0",
+                            super::node::actor_limits(),
+                        )
+                        .await?;
+                        crate::yarn::client_service::offer_admin(&cluster);
+                        _serving = Some(serving);
+                        super::process_containers::ProcessContainers::from_conf(
+                            &conf,
+                            &actors,
+                            "127.0.0.1",
+                            Some(log_dir.clone()),
+                        )?
+                        .launchers()
+                    }
+                };
+                start_node(&cluster, &conf, nodes, &launchers, &super::local_hostname(), None)?;
                 wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
                 let ep = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
                 (RmConnection::Local(ep.clone()), Some(ep))
             }
-            Target::Node(addr) => (RmConnection::remote(addr), None),
+            Target::Node(addr) => {
+                if client_mode {
+                    // The driver runs here: its executors and its AM, in the node's container
+                    // processes, reach it at spark.driver.host:spark.driver.port.
+                    let bind = driver_bind(&conf, addr)?;
+                    let root = ActorPath::root("submit").map_err(|e| e.to_string())?;
+                    let (actors, serving) =
+                        crate::rpc::remote::serve_cluster(&cluster, root, &bind, super::node::actor_limits()).await?;
+                    tracing::info!(address = %actors, "Successfully started service 'sparkDriver' on {actors}");
+                    _serving = Some(serving);
+                }
+                (RmConnection::remote(addr), None)
+            }
         };
         let embedded_rm = local_rm.clone().map(RmConnection::Local);
         let (tx, rx) = oneshot::channel();

@@ -302,8 +302,9 @@ pub struct ClientArgs {
     pub primary_resource: String,
     pub app_args: Vec<String>,
     /// Cluster mode: the AM runs the user class. Client mode: the AM is the executor
-    /// launcher for the driver at this YarnSchedulerEndpoint path.
-    pub client_mode_driver: Option<ActorPath>,
+    /// launcher for the driver whose YarnSchedulerEndpoint has this URL (its path, with its
+    /// process's address when the driver serves its actors to other processes).
+    pub client_mode_driver: Option<String>,
 }
 
 /// How a followed application ended (Spark's verdict is `Err` with its message).

@@ -403,13 +403,8 @@ impl SparkSubmit {
             self.done(ctx, CLASS_NOT_FOUND_EXIT_STATUS);
             return;
         };
-        let Some(rm) = self.plan.local_rm.clone() else {
-            eprintln!("Error: client mode needs the embedded cluster; against a running node use --deploy-mode cluster");
-            self.done(ctx, 1);
-            return;
-        };
         let launcher = Arc::new(ClientModeLauncher::new(
-            rm,
+            self.plan.rm.clone(),
             class.clone(),
             self.plan.args.primary_resource.clone().unwrap_or_default(),
         ));

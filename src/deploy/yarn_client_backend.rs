@@ -34,7 +34,6 @@ use crate::runtime::blocking::block_on;
 use crate::runtime::{CancelToken, Cluster};
 use crate::scheduler::messages::Shutdown;
 use crate::scheduler::messages::YarnSchedulerProtocol;
-use crate::yarn::protocol::ApplicationClientProtocol;
 use crate::yarn::protocol::ReportWait;
 use crate::yarn::records::{ApplicationId, ApplicationReport, YarnApplicationState};
 
@@ -93,7 +92,8 @@ impl StateMonitor {
 /// Client mode's YarnClientSchedulerBackend start/stop (see the module docs).
 #[derive(Debug)]
 pub struct ClientModeLauncher {
-    rm: EndpointRef<ApplicationClientProtocol>,
+    /// The ResourceManager: the embedded one, or a running node's over its client port.
+    rm: RmConnection,
     class: String,
     primary_resource: String,
     app: Mutex<Option<ApplicationId>>,
@@ -103,11 +103,7 @@ pub struct ClientModeLauncher {
 
 impl ClientModeLauncher {
     /// The backend of a client-mode driver running `class` from `primary_resource`.
-    pub fn new(
-        rm: EndpointRef<ApplicationClientProtocol>,
-        class: String,
-        primary_resource: String,
-    ) -> ClientModeLauncher {
+    pub fn new(rm: RmConnection, class: String, primary_resource: String) -> ClientModeLauncher {
         ClientModeLauncher {
             rm,
             class,
@@ -127,7 +123,7 @@ impl ClientModeLauncher {
     pub fn kill(&self, cluster: &Cluster) {
         let app = *lock(&self.app);
         if let Some(app) = app {
-            let rm = RmConnection::Local(self.rm.clone());
+            let rm = self.rm.clone();
             cluster.spawn_task(async move {
                 let _ = rm.kill(app, "interrupted (Ctrl-C on sparkyard submit)").await;
             });
@@ -215,13 +211,13 @@ async fn monitor_while_running(
 
 impl ClientLauncher for ClientModeLauncher {
     fn launch(&self, env: &AppEnv, driver: &DriverPaths, context: ContextStopper) -> Result<String, String> {
-        let rm = RmConnection::Local(self.rm.clone());
+        let rm = self.rm.clone();
         let args = ClientArgs {
             conf: env.conf.clone(),
             main_class: self.class.clone(),
             primary_resource: self.primary_resource.clone(),
             app_args: Vec::new(),
-            client_mode_driver: Some(driver.yarn_scheduler.clone()),
+            client_mode_driver: Some(env.cluster.url_of(&driver.yarn_scheduler)),
         };
         let interval = env
             .conf
@@ -254,7 +250,7 @@ impl ClientLauncher for ClientModeLauncher {
         let _ = yse.tell(Shutdown { exit_code: 0 });
         let app = *lock(&self.app);
         let Some(app) = app else { return };
-        let rm = RmConnection::Local(self.rm.clone());
+        let rm = self.rm.clone();
         let report = block_on(
             &env.cluster,
             async move { monitor_application(&rm, app, Duration::from_millis(500), false).await },

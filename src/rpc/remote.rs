@@ -599,4 +599,10 @@ impl RemoteLink for TcpLink {
     fn peer(&self) -> String {
         self.addr.clone()
     }
+
+    fn open(&self) {
+        if let Err(e) = self.conn() {
+            tracing::warn!(peer = %self.addr, "{e}");
+        }
+    }
 }

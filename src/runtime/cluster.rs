@@ -274,7 +274,11 @@ impl Cluster {
         if self.inner.routes.has(&prefix, &origin.addr) {
             return;
         }
-        let link = (serving.connect)(&origin.addr);
+        let link = self
+            .inner
+            .routes
+            .link_to(&origin.addr)
+            .unwrap_or_else(|| (serving.connect)(&origin.addr));
         self.route(prefix, link, Some(origin.addr.clone()), true);
     }
 
@@ -365,7 +369,14 @@ impl Cluster {
                 "cannot route {prefix} to {addr}: this process serves no actors"
             ));
         };
-        let link = (serving.connect)(addr);
+        let link = self
+            .inner
+            .routes
+            .link_to(addr)
+            .unwrap_or_else(|| (serving.connect)(addr));
+        // Connected at once: the other process learns this one (its hello) before anything
+        // is sent, so it can reach this process's actors from the start.
+        link.open();
         self.route(prefix, link, Some(addr.to_string()), false);
         Ok(())
     }

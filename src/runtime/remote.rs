@@ -98,6 +98,9 @@ pub trait RemoteLink: Send + Sync + 'static {
     fn tell(&self, message: RemoteMessage) -> Result<(), String>;
     /// The other end, as errors name it (`127.0.0.1:7077`).
     fn peer(&self) -> String;
+    /// Connects now rather than at the first message, so the other process learns this one
+    /// at once (a container process announces itself to its node).
+    fn open(&self) {}
 }
 
 /// A service of a whole process (not of one actor), reached by its protocol name with the
@@ -154,6 +157,15 @@ impl Routes {
         routes
             .iter()
             .any(|r| r.prefix == *prefix && r.addr.as_deref() == Some(addr))
+    }
+
+    /// The link of a route to `addr`, if any (one connection per process it reaches).
+    pub(crate) fn link_to(&self, addr: &str) -> Option<Arc<dyn RemoteLink>> {
+        let routes = self.0.read().unwrap_or_else(|p| p.into_inner());
+        routes
+            .iter()
+            .find(|r| r.addr.as_deref() == Some(addr))
+            .map(|r| r.link.clone())
     }
 
     /// Drops the routes learned to `addr`; answers their prefixes.
