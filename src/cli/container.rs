@@ -93,7 +93,7 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
     let (addr, _serving) =
         crate::rpc::remote::serve_cluster(&cluster, root.clone(), &format!("{}:0", file.bind), limits)
             .await?;
-    crate::yarn::client_service::offer_admin(&cluster);
+    crate::yarn::client_service::offer_admin(&cluster, None);
     let node_root = ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
     cluster.route_to(node_root, &file.node_actors)?;
     // A client-mode driver's actors (`/submit`) are reached through its URL; the node's

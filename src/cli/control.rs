@@ -38,7 +38,7 @@ use crate::runtime::fault::Killed;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{FaultPlan, KillMode, PartitionMode, PathGlob, Span};
 use crate::yarn::protocol::{
-    AdminRequest, AdminResponse, ClientConnection, ClientRequest, ClientResponse, RefreshNodes,
+    AdminRequest, AdminResponse, ClientConnection, ClientRequest, ClientResponse, RefreshNodes, SignalTarget,
 };
 use crate::yarn::records::{ApplicationId, NodeReport};
 
@@ -62,6 +62,56 @@ pub enum ChaosCommand {
         seed: u64,
         duration: Duration,
     },
+    /// A real signal to container processes or a NodeManager's process.
+    Signal {
+        signal: String,
+        target: ProcessTarget,
+    },
+}
+
+/// Which processes `sparkyard chaos signal` reaches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProcessTarget {
+    /// Container processes by container id or glob.
+    Containers(String),
+    /// The container process of an executor (of `app`, when given).
+    Executor { id: String, app: Option<String> },
+    /// The process of the NodeManager of a host.
+    Host(String),
+}
+
+/// The container id of the running executor `id` (of `app`, when given), from the node's
+/// actors; the error names what is missing or ambiguous.
+fn executor_container(addr: &str, id: &str, app: Option<&str>) -> Result<String, String> {
+    let app_id = app
+        .map(|a| a.parse::<ApplicationId>().map_err(|e| format!("--app '{a}': {e}")))
+        .transpose()?;
+    let actors = match call(addr, AdminRequest::ListActors { app: app_id })? {
+        AdminResponse::Actors(a) => a,
+        other => return Err(format!("unexpected answer from the node at {addr}: {other:?}")),
+    };
+    let suffix = format!("/executor-{id}");
+    let mut containers: Vec<String> = actors
+        .iter()
+        .filter(|a| a.path.as_str().ends_with(&suffix))
+        .filter_map(|a| {
+            a.path
+                .as_str()
+                .split('/')
+                .find(|seg| seg.starts_with("container_"))
+                .map(str::to_string)
+        })
+        .collect();
+    containers.sort();
+    containers.dedup();
+    match containers.len() {
+        0 => Err(format!("no running executor {id}{}", app.map(|a| format!(" in {a}")).unwrap_or_default())),
+        1 => Ok(containers.remove(0)),
+        n => Err(format!(
+            "executor {id} runs in {n} applications ({}); name one with --app",
+            containers.join(", ")
+        )),
+    }
 }
 
 /// What `sparkyard rmadmin` was asked to do.
@@ -316,6 +366,24 @@ pub fn chaos(conf: &SparkConf, command: ChaosCommand, out: &mut dyn Write) -> Re
                     },
                     matching_lines(&matching)
                 ),
+                other => return Err(format!("unexpected answer from the node at {addr}: {other:?}")),
+            }
+        }
+        ChaosCommand::Signal { signal, target } => {
+            let by = "sparkyard chaos signal".to_string();
+            let sig = signal.parse::<crate::yarn::container_executor::ProcessSignal>()?;
+            let target = match target {
+                ProcessTarget::Containers(glob) => SignalTarget::Containers(glob),
+                ProcessTarget::Host(host) => SignalTarget::NodeManager(host),
+                ProcessTarget::Executor { id, app } => {
+                    SignalTarget::Containers(executor_container(&addr, &id, app.as_deref())?)
+                }
+            };
+            match call(&addr, AdminRequest::Signal { target, signal, by })? {
+                AdminResponse::Signalled(sent) => sent
+                    .iter()
+                    .map(|s| format!("sent SIG{sig} to {} (pid {})\n", s.what, s.pid))
+                    .collect::<String>(),
                 other => return Err(format!("unexpected answer from the node at {addr}: {other:?}")),
             }
         }

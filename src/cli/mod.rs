@@ -205,6 +205,24 @@ enum ChaosAction {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         delay: Option<Duration>,
     },
+    /// Send a real signal to container processes (by container id or glob, or an executor's)
+    /// or to a NodeManager's process (by host): KILL, TERM, STOP or CONT.
+    Signal {
+        /// KILL, TERM, STOP or CONT (with or without SIG).
+        signal: String,
+        /// Container id or glob (`container_*_000002`).
+        #[arg(long, value_name = "ID_OR_GLOB", conflicts_with_all = ["executor", "host"])]
+        container: Option<String>,
+        /// An executor's id: its container's process.
+        #[arg(long, value_name = "ID", conflicts_with = "host")]
+        executor: Option<String>,
+        /// With --executor: the application it belongs to.
+        #[arg(long, value_name = "APP_ID", requires = "executor")]
+        app: Option<String>,
+        /// The NodeManager of this host (started with sparkyard nodemanager).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+    },
     /// Run a seeded random plan of kills in the node: spark.sparkyard.chaos.kills kills (3) of
     /// actors drawn from spark.sparkyard.chaos.targets (every killable actor of a node), at
     /// moments drawn from the duration; the same seed gives the same plan.
@@ -442,6 +460,24 @@ fn chaos(args: ChaosArgs) -> i32 {
             delay,
         },
         ChaosAction::Plan { seed, duration } => control::ChaosCommand::Plan { seed, duration },
+        ChaosAction::Signal {
+            signal,
+            container,
+            executor,
+            app,
+            host,
+        } => {
+            let target = match (container, executor, host) {
+                (Some(c), _, _) => control::ProcessTarget::Containers(c),
+                (_, Some(id), _) => control::ProcessTarget::Executor { id, app },
+                (_, _, Some(h)) => control::ProcessTarget::Host(h),
+                _ => {
+                    fail("sparkyard chaos signal", "name the processes: --container, --executor or --host");
+                    return EXIT_BAD_INPUT;
+                }
+            };
+            control::ChaosCommand::Signal { signal, target }
+        }
     };
     let result = control_conf(&args.conf).and_then(|conf| {
         let stdout = std::io::stdout();

@@ -104,13 +104,16 @@ pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Re
         let node_root = crate::runtime::ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
         let (actors, _serving) =
             crate::rpc::remote::serve_cluster(&cluster, node_root, &tracker, actor_limits()).await?;
-        crate::yarn::client_service::offer_admin(&cluster);
+        crate::yarn::client_service::offer_admin(&cluster, None);
         let launchers = match mode {
             ContainerMode::InProcess => super::roles::launchers(),
             ContainerMode::Process => {
                 let bind = actors.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or_default();
-                super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?
-                    .launchers()
+                {
+                    let containers = super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?;
+                    crate::yarn::client_service::offer_admin(&cluster, Some(containers.processes.clone()));
+                    containers.launchers()
+                }
             }
         };
         let root = start_node(&cluster, &conf, &nodes, &launchers, &hostname, Some(Arc::new(listener)))?;

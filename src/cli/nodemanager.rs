@@ -95,15 +95,18 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
         let root = node_manager_root(&spec.host);
         let (actors, _serving) =
             crate::rpc::remote::serve_cluster(&cluster, root.clone(), &format!("{bind}:0"), actor_limits()).await?;
-        crate::yarn::client_service::offer_admin(&cluster);
+        crate::yarn::client_service::offer_admin(&cluster, None);
         let node_root = ActorPath::root(NODE_ROOT).map_err(|e| e.to_string())?;
         cluster.route_to(node_root, &rm_addr)?;
         reach_rm(&cluster, &rm_addr, max_wait, retry).await?;
         let launchers = match mode {
             ContainerMode::InProcess => super::roles::launchers(),
             ContainerMode::Process => {
-                super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?
-                    .launchers()
+                {
+                    let containers = super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?;
+                    crate::yarn::client_service::offer_admin(&cluster, Some(containers.processes.clone()));
+                    containers.launchers()
+                }
             }
         };
         let root = cluster.start_root_at(

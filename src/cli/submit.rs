@@ -242,15 +242,18 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
                             super::node::actor_limits(),
                         )
                         .await?;
-                        crate::yarn::client_service::offer_admin(&cluster);
+                        crate::yarn::client_service::offer_admin(&cluster, None);
                         _serving = Some(serving);
-                        super::process_containers::ProcessContainers::from_conf(
+                        {
+                    let containers = super::process_containers::ProcessContainers::from_conf(
                             &conf,
                             &actors,
                             "127.0.0.1",
                             Some(log_dir.clone()),
-                        )?
-                        .launchers()
+                        )?;
+                    crate::yarn::client_service::offer_admin(&cluster, Some(containers.processes.clone()));
+                    containers.launchers()
+                }
                     }
                 };
                 start_node(&cluster, &conf, nodes, &launchers, &super::local_hostname(), None)?;

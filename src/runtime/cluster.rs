@@ -298,7 +298,7 @@ impl Cluster {
     }
 
     /// Whether `path` is the root this process serves.
-    pub(crate) fn is_own_root(&self, path: &ActorPath) -> bool {
+    pub fn is_own_root(&self, path: &ActorPath) -> bool {
         self.inner.serving.get().is_some_and(|s| s.root == *path)
     }
 

@@ -19,7 +19,10 @@
 
 use std::time::Duration;
 
-use super::protocol::{AdminRequest, AdminResponse, ClientRequest, ClientResponse, ListNodes};
+use super::container_process::ContainerProcesses;
+use super::protocol::{
+    AdminRequest, AdminResponse, ClientRequest, ClientResponse, ListNodes, SignalTarget, Signalled,
+};
 use super::records::{ApplicationId, ContainerId};
 use crate::rpc::EndpointRef;
 use crate::runtime::fault::Trigger;
@@ -162,6 +165,17 @@ pub fn check_admin(request: &AdminRequest) -> Result<(), String> {
             .graceful_timeout
             .map_or(Ok(()), |d| within_delay("a graceful decommission timeout", d)),
         AdminRequest::ListNodes => Ok(()),
+        AdminRequest::Signal { signal, target, .. } => {
+            signal.parse::<crate::yarn::container_executor::ProcessSignal>()?;
+            match target {
+                SignalTarget::Containers(glob) => PathGlob::parse(&format!("/{glob}"))
+                    .map(|_| ())
+                    .map_err(|_| format!("malformed container id or glob '{glob}'")),
+                SignalTarget::NodeManager(host) => crate::runtime::ActorPath::root(&format!("nm-{host}"))
+                    .map(|_| ())
+                    .map_err(|_| format!("'{host}' is not a host name")),
+            }
+        }
         AdminRequest::RunPlan { plan, .. } => {
             if plan.faults.len() > MAX_PLAN_FAULTS {
                 return Err(format!(
@@ -190,14 +204,22 @@ pub fn check_admin(request: &AdminRequest) -> Result<(), String> {
 /// `runtime::remote::Service`).
 pub const ADMIN_SERVICE: &str = "sparkyard.admin";
 
+/// The container processes of this process (one table per process, set by the first
+/// `offer_admin` that has one).
+static SIGNALLED: std::sync::OnceLock<ContainerProcesses> = std::sync::OnceLock::new();
+
 /// How long one process waits for another's answer to an admin call.
 const ADMIN_ASK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Offers the admin calls to other processes: a node's process asks each of its container
 /// processes and NodeManager processes, which ask theirs, so `sparkyard actors` shows, and
-/// `sparkyard chaos` reaches, the actors of every process.
-pub fn offer_admin(cluster: &Cluster) {
+/// `sparkyard chaos` reaches, the actors of every process. `processes` are the container
+/// processes this process runs (its NodeManagers'), which `sparkyard chaos signal` reaches.
+pub fn offer_admin(cluster: &Cluster, processes: Option<ContainerProcesses>) {
     let weak = cluster.downgrade();
+    if let Some(processes) = processes {
+        let _ = SIGNALLED.set(processes);
+    }
     cluster.offer(
         ADMIN_SERVICE,
         std::sync::Arc::new(move |message: crate::runtime::remote::RemoteMessage| {
@@ -221,7 +243,10 @@ pub async fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminRespo
     let local = serve_admin_local(cluster, request.clone());
     let fan_out = matches!(
         request,
-        AdminRequest::ListActors { .. } | AdminRequest::Kill { .. } | AdminRequest::Partition { .. }
+        AdminRequest::ListActors { .. }
+            | AdminRequest::Kill { .. }
+            | AdminRequest::Partition { .. }
+            | AdminRequest::Signal { .. }
     );
     let below = cluster.processes_below();
     if !fan_out
@@ -273,6 +298,10 @@ fn merge_admin(first: AdminResponse, others: impl Iterator<Item = AdminResponse>
             (AdminResponse::Killed(mut a), AdminResponse::Killed(b)) => {
                 a.extend(b);
                 AdminResponse::Killed(a)
+            }
+            (AdminResponse::Signalled(mut a), AdminResponse::Signalled(b)) => {
+                a.extend(b);
+                AdminResponse::Signalled(a)
             }
             (
                 AdminResponse::KillScheduled { after, mut matching },
@@ -356,6 +385,7 @@ pub fn serve_admin_local(cluster: &Cluster, request: AdminRequest) -> AdminRespo
                 Err(e) => refused(e.to_string()),
             }
         }
+        AdminRequest::Signal { target, signal, by } => signal_local(cluster, &target, &signal, &by),
         AdminRequest::RefreshNodes(_) | AdminRequest::ListNodes => {
             refused("the node admin calls are served by the ResourceManager".to_string())
         }
@@ -372,6 +402,63 @@ pub fn serve_admin_local(cluster: &Cluster, request: AdminRequest) -> AdminRespo
             AdminResponse::PlanStarted(plan)
         }
     }
+}
+
+/// Sends `signal` to this process's container processes that `target` names, or to this
+/// process itself when it is the NodeManager `target` names (after the answer is on its way).
+fn signal_local(cluster: &Cluster, target: &SignalTarget, signal: &str, by: &str) -> AdminResponse {
+    use crate::yarn::container_executor::{signal_group, signal_process, ProcessSignal};
+    let Ok(sig) = signal.parse::<ProcessSignal>() else {
+        return AdminResponse::Refused(format!("unknown signal '{signal}'"));
+    };
+    let mut sent = Vec::new();
+    match target {
+        SignalTarget::Containers(glob) => {
+            let Ok(glob_path) = PathGlob::parse(&format!("/{glob}")) else {
+                return AdminResponse::Refused(format!("malformed container id or glob '{glob}'"));
+            };
+            for (id, pid) in SIGNALLED.get().map(|p| p.list()).unwrap_or_default() {
+                if !glob_path.matches(&format!("/{id}")) {
+                    continue;
+                }
+                match signal_group(pid, sig) {
+                    Ok(()) => {
+                        tracing::warn!(event = "process_signalled", container_id = %id, pid, signal = %sig, by, "sent SIG{sig} to container {id}'s processes (group {pid}) for {by}");
+                        sent.push(Signalled {
+                            what: id.to_string(),
+                            pid,
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(container_id = %id, pid, "cannot signal container {id} (group {pid}): {e}")
+                    }
+                }
+            }
+            if sent.is_empty() {
+                return AdminResponse::Refused(format!("no running container process matches '{glob}'"));
+            }
+        }
+        SignalTarget::NodeManager(host) => {
+            let root = crate::yarn::node::node_manager_root(host);
+            if !cluster.is_own_root(&root) {
+                return AdminResponse::Refused(format!(
+                    "no NodeManager process of host '{host}' (a NodeManager of sparkyard node runs inside the node's process: signal its containers, or start it apart with sparkyard nodemanager)"
+                ));
+            }
+            let pid = std::process::id();
+            tracing::warn!(event = "process_signalled", pid, signal = %sig, by, "sending SIG{sig} to this NodeManager's process ({pid}) for {by}");
+            // After the answer has left: a KILL ends this process at once.
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                let _ = signal_process(pid, sig);
+            });
+            sent.push(Signalled {
+                what: format!("NodeManager {host}"),
+                pid,
+            });
+        }
+    }
+    AdminResponse::Signalled(sent)
 }
 
 #[cfg(test)]

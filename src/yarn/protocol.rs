@@ -374,6 +374,14 @@ pub enum AdminRequest {
     },
     /// Carry out a fault plan, starting now.
     RunPlan { plan: FaultPlan, by: String },
+    /// Send a real signal (`KILL`, `TERM`, `STOP`, `CONT`) to container processes or to a
+    /// NodeManager's process: served by every process that runs container processes (and by
+    /// the NodeManager process named).
+    Signal {
+        target: SignalTarget,
+        signal: String,
+        by: String,
+    },
     /// `sparkyard rmadmin decommission | recommission`: served by the ResourceManager.
     RefreshNodes(RefreshNodes),
     /// `sparkyard rmadmin nodes`: served by the ResourceManager.
@@ -388,6 +396,7 @@ impl AdminRequest {
             AdminRequest::Kill { .. } => "KillActors",
             AdminRequest::Partition { .. } => "PartitionActors",
             AdminRequest::RunPlan { .. } => "RunFaultPlan",
+            AdminRequest::Signal { .. } => "SignalProcesses",
             AdminRequest::RefreshNodes(_) => "RefreshNodes",
             AdminRequest::ListNodes => "ListNodes",
         }
@@ -421,9 +430,28 @@ pub enum AdminResponse {
     PlanStarted(FaultPlan),
     /// The nodes with their states (after a refresh, or listed).
     Nodes(Vec<NodeReport>),
+    /// The processes a signal was sent to.
+    Signalled(Vec<Signalled>),
     /// Not done: a malformed pattern, a target that matches no running actor, an empty plan;
     /// one line that names the pattern.
     Refused(String),
+}
+
+/// Which processes a signal goes to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SignalTarget {
+    /// The container processes whose container id matches the glob (`*` matches anything).
+    Containers(String),
+    /// The process of the NodeManager of this host (one started with `sparkyard nodemanager`).
+    NodeManager(String),
+}
+
+/// One process a signal was sent to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signalled {
+    /// `container_…` or `NodeManager <host>`.
+    pub what: String,
+    pub pid: u32,
 }
 
 /// A NodeManager (re-)registers (Hadoop's RegisterNodeManagerRequest with its

@@ -42,6 +42,9 @@ where
 }
 
 struct ReportWaiter {
+    /// Which wait this is: its own time limit answers it alone, not the other waits of the
+    /// application (a client following it every 100 ms must not cut short another's wait).
+    id: u64,
     app: ApplicationId,
     known: ReportKey,
     reply: oneshot::Sender<Result<ApplicationReport, YarnError>>,
@@ -53,6 +56,8 @@ pub struct ResourceManager {
     config: RmConfig,
     state: Kept<ResourceManagerCore>,
     waiters: Vec<ReportWaiter>,
+    /// The id of the next report waiter.
+    next_waiter: u64,
 }
 
 impl ResourceManager {
@@ -62,6 +67,7 @@ impl ResourceManager {
             config,
             state,
             waiters: Vec::new(),
+            next_waiter: 0,
         }
     }
 
@@ -248,7 +254,10 @@ impl Handler<GetApplicationReport> for ResourceManager {
         match msg.wait {
             Some(wait) if wait.known == key && !key.0.is_final() => {
                 let (tx, rx) = oneshot::channel();
+                self.next_waiter += 1;
+                let id = self.next_waiter;
                 self.waiters.push(ReportWaiter {
+                    id,
                     app: msg.app_id,
                     known: wait.known,
                     reply: tx,
@@ -260,7 +269,7 @@ impl Handler<GetApplicationReport> for ResourceManager {
                     let (due, keep): (Vec<ReportWaiter>, Vec<ReportWaiter>) =
                         std::mem::take(&mut act.waiters)
                             .into_iter()
-                            .partition(|w| w.app == app);
+                            .partition(|w| w.id == id);
                     act.waiters = keep;
                     for w in due {
                         let _ = w
