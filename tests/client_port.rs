@@ -76,7 +76,9 @@ fn a_report_wait_of_u64_max_seconds_is_answered_without_a_panic() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let answer = read_response(&mut raw);
     match answer.response {
-        ClientResponse::ApplicationReport(Ok(r)) => assert_eq!(r.state, YarnApplicationState::Killed, "{r:?}"),
+        ClientResponse::ApplicationReport(Ok(r)) => {
+            assert_eq!(r.state, YarnApplicationState::Killed, "{r:?}")
+        }
         other => panic!("expected the report, got {other:?}"),
     }
     assert_eq!(wait_exit(&mut running), 1);

@@ -84,7 +84,10 @@ pub enum ProcessTarget {
 /// actors; the error names what is missing or ambiguous.
 fn executor_container(addr: &str, id: &str, app: Option<&str>) -> Result<String, String> {
     let app_id = app
-        .map(|a| a.parse::<ApplicationId>().map_err(|e| format!("--app '{a}': {e}")))
+        .map(|a| {
+            a.parse::<ApplicationId>()
+                .map_err(|e| format!("--app '{a}': {e}"))
+        })
         .transpose()?;
     let actors = match call(addr, AdminRequest::ListActors { app: app_id })? {
         AdminResponse::Actors(a) => a,
@@ -105,7 +108,10 @@ fn executor_container(addr: &str, id: &str, app: Option<&str>) -> Result<String,
     containers.sort();
     containers.dedup();
     match containers.len() {
-        0 => Err(format!("no running executor {id}{}", app.map(|a| format!(" in {a}")).unwrap_or_default())),
+        0 => Err(format!(
+            "no running executor {id}{}",
+            app.map(|a| format!(" in {a}")).unwrap_or_default()
+        )),
         1 => Ok(containers.remove(0)),
         n => Err(format!(
             "executor {id} runs in {n} applications ({}); name one with --app",

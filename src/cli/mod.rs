@@ -472,7 +472,10 @@ fn chaos(args: ChaosArgs) -> i32 {
                 (_, Some(id), _) => control::ProcessTarget::Executor { id, app },
                 (_, _, Some(h)) => control::ProcessTarget::Host(h),
                 _ => {
-                    fail("sparkyard chaos signal", "name the processes: --container, --executor or --host");
+                    fail(
+                        "sparkyard chaos signal",
+                        "name the processes: --container, --executor or --host",
+                    );
                     return EXIT_BAD_INPUT;
                 }
             };
