@@ -16,7 +16,7 @@ use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSp
 
 use super::client_rm_service::ClientRmService;
 use super::launcher::LauncherRegistry;
-use super::node_manager::{NodeManager, NodeManagerCore};
+use super::node_manager::{NmConfig, NodeManager, NodeManagerCore};
 use super::resource_manager::{ResourceManager, ResourceManagerCore, RmConfig};
 use crate::yarn::protocol::{ApplicationClientProtocol, ResourceManagerAdministrationProtocol};
 
@@ -52,6 +52,7 @@ pub fn start_node(
 ) -> Result<ActorPath, String> {
     let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
     let rm_config = RmConfig::from_conf(conf);
+    let nm_config = NmConfig::from_conf(conf);
     let rm_state = Kept::new(ResourceManagerCore::new(
         cluster.clock().epoch_millis(),
         &rm_config,
@@ -67,16 +68,23 @@ pub fn start_node(
         );
     for node in nodes {
         let node = Arc::new(node.clone());
-        let (n, rm, launchers) = (node.clone(), rm.clone(), launchers.clone());
+        let (n, rm, launchers, nm_config) = (node.clone(), rm.clone(), launchers.clone(), nm_config.clone());
         let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
-            let (n, rm, launchers) = (n.clone(), rm.clone(), launchers.clone());
+            let (n, rm, launchers, nm_config) = (n.clone(), rm.clone(), launchers.clone(), nm_config.clone());
             // Kept across restarts of the NodeManager actor, new with each start of the node:
             // a node that dies loses its containers and what its NodeManager knew.
             let state = Kept::new(NodeManagerCore::default());
             SupervisorSpec::new(Strategy::OneForOne)
                 .supervision(&supervision)
                 .child(ChildSpec::worker("node-manager", move |_, me| {
-                    NodeManager::new(me, (*n).clone(), rm.clone(), state.clone(), launchers.clone())
+                    NodeManager::new(
+                        me,
+                        (*n).clone(),
+                        nm_config.clone(),
+                        rm.clone(),
+                        state.clone(),
+                        launchers.clone(),
+                    )
                 }))
         })
         .ids(LogIds::default().node(&node.host));

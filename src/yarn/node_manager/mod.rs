@@ -50,5 +50,5 @@
 pub mod actor;
 pub mod core;
 
-pub use actor::{node_manager_path, NodeManager};
+pub use actor::{node_manager_path, NmConfig, NodeManager, ShutdownHook};
 pub use core::{NodeManagerCore, EXIT_CODE_LOST, LOST_CONTAINER};
