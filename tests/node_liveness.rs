@@ -339,3 +339,63 @@ async fn a_node_manager_of_another_cluster_is_refused_once_and_stops() {
     assert!(state_of(&nodes, "stray").is_none(), "{nodes:?}");
     cluster.shutdown(WAIT).await;
 }
+
+#[actix_rt::test]
+async fn a_decommissioned_node_is_told_to_shut_down_and_heartbeats_again_once_recommissioned() {
+    use sparkyard::yarn::protocol::RefreshNodes;
+
+    let cluster = paused_node().await;
+    let admin = cluster.endpoint::<ResourceManagerAdministrationProtocol>(&rm_path());
+    let refresh = |decommission: &[&str], recommission: &[&str]| RefreshNodes {
+        decommission: decommission.iter().map(|h| h.to_string()).collect(),
+        recommission: recommission.iter().map(|h| h.to_string()).collect(),
+        graceful_timeout: Some(Duration::from_secs(60)),
+    };
+    // Nothing runs on host2: it is decommissioned at once, and its next heartbeat is
+    // answered SHUTDOWN.
+    let nodes = admin.ask(refresh(&["host2"], &[]), WAIT).await.unwrap().unwrap();
+    assert_eq!(state_of(&nodes, "host2"), Some(NodeState::Decommissioned));
+    advance_until(&cluster, "host2 is told to shut down", 3, || {
+        !cluster.logs().events("node_manager_shutdown").is_empty()
+    })
+    .await;
+    let shutdown = cluster.logs().events("node_manager_shutdown");
+    assert_eq!(
+        shutdown[0]["msg"],
+        Json::from(
+            "Received SHUTDOWN signal from Resourcemanager as part of heartbeat, hence shutting down. Message from ResourceManager: Disallowed NodeManager nodeId: host2 hostname: host2"
+        )
+    );
+    // Well past the expiry interval: a decommissioned node is not expired, and host1,
+    // heartbeating, neither.
+    for _ in 0..(2 * EXPIRY_MS / HEARTBEAT_MS) {
+        cluster.clock().advance(Duration::from_millis(HEARTBEAT_MS)).await;
+    }
+    assert_eq!(
+        cluster.logs().events("node_manager_shutdown").len(),
+        1,
+        "told once, then silent"
+    );
+    assert!(cluster.logs().events("node_expired").is_empty());
+
+    // Recommissioned: asked to register, it runs again and keeps heartbeating.
+    admin.ask(refresh(&[], &["host2"]), WAIT).await.unwrap().unwrap();
+    let mut running = false;
+    for _ in 0..3 {
+        cluster.clock().advance(Duration::from_millis(HEARTBEAT_MS)).await;
+        running = state_of(&all_nodes(&cluster).await, "host2") == Some(NodeState::Running);
+        if running {
+            break;
+        }
+    }
+    assert!(running, "{:?}", all_nodes(&cluster).await);
+    for _ in 0..(2 * EXPIRY_MS / HEARTBEAT_MS) {
+        cluster.clock().advance(Duration::from_millis(HEARTBEAT_MS)).await;
+    }
+    assert!(cluster.logs().events("node_expired").is_empty());
+    assert_eq!(
+        state_of(&all_nodes(&cluster).await, "host2"),
+        Some(NodeState::Running)
+    );
+    cluster.shutdown(WAIT).await;
+}
