@@ -315,15 +315,16 @@ async fn a_node_manager_of_another_cluster_is_refused_once_and_stops() {
         })
         .unwrap();
     let line = "Disallowed NodeManager from stray: it joins cluster 'elsewhere' (yarn.resourcemanager.cluster-id) but this ResourceManager runs cluster 'sparkyard', sending SHUTDOWN signal to the NodeManager.";
+    let nm_line = format!("Received SHUTDOWN signal from Resourcemanager, Registration of NodeManager failed, Message from ResourceManager: {line}");
     eventually("the NodeManager is refused", || !heard.lock().unwrap().is_empty()).await;
-    assert_eq!(*heard.lock().unwrap(), vec![line.to_string()]);
+    assert_eq!(*heard.lock().unwrap(), vec![nm_line.clone()]);
     // One line on each side, naming both values.
     let rm_side = cluster.logs().events("node_registration_refused");
     assert_eq!(rm_side.len(), 1);
     assert_eq!(rm_side[0]["msg"], Json::from(line));
     let nm_side = cluster.logs().events("node_manager_shutdown");
     assert_eq!(nm_side.len(), 1);
-    assert_eq!(nm_side[0]["msg"], Json::from(line));
+    assert_eq!(nm_side[0]["msg"], Json::from(nm_line));
     // It does not try again, nor heartbeat: the RM never hears of it.
     for _ in 0..20 {
         cluster.clock().advance(Duration::from_millis(HEARTBEAT_MS)).await;

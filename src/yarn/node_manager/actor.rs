@@ -75,6 +75,14 @@ impl Default for NmConfig {
     }
 }
 
+/// Why a registration did not happen.
+enum NotRegistered {
+    /// The RM refused it, with its line.
+    Refused(String),
+    /// The RM could not be reached, with the last error.
+    Unreachable(String),
+}
+
 /// Called with the ResourceManager's line when it refuses or shuts down this NodeManager
 /// (a NodeManager process exits on it).
 pub type ShutdownHook = Arc<dyn Fn(&str) + Send + Sync>;
@@ -347,12 +355,12 @@ impl NodeManager {
             for _ in 0..REGISTER_TRIES {
                 match rm.ask(request.clone(), timeout).await {
                     // The RM's answer: registered, or refused (not tried again).
-                    Ok(answer) => return answer.map_err(|e| (true, e.to_string())),
+                    Ok(answer) => return answer.map_err(|e| NotRegistered::Refused(e.to_string())),
                     Err(e) => last = e.to_string(),
                 }
                 clock.sleep(RETRY_DELAY).await;
             }
-            Err((false, last))
+            Err(NotRegistered::Unreachable(last))
         };
         ctx.wait(fut.into_actor(self).map(move |res, act, ctx| match res {
             Ok(registration) => {
@@ -369,8 +377,10 @@ impl NodeManager {
                 );
                 act.flush(ctx);
             }
-            Err((true, refusal)) => act.shut_down(refusal),
-            Err((false, e)) => {
+            Err(NotRegistered::Refused(refusal)) => act.shut_down(format!(
+                "Received SHUTDOWN signal from Resourcemanager, Registration of NodeManager failed, Message from ResourceManager: {refusal}"
+            )),
+            Err(NotRegistered::Unreachable(e)) => {
                 tracing::error!(
                     host = act.spec.host.as_str(),
                     "Cannot register with the ResourceManager: {e}; a restarted ResourceManager will ask again"
