@@ -4,7 +4,9 @@
 //! container it ran completes as lost (-100) and a new attempt, not counted against the
 //! maximum, starts on the other node. Once the partition heals, the node's next heartbeat is
 //! answered RESYNC, it registers again as a new node, and the container it still ran is
-//! stopped. Every wait is bounded: by clock steps, or 5 s of real time for the actors.
+//! stopped. A Spark job whose executor's whole node is cut off the network (real clock, short
+//! intervals) completes: the lost container is reported -100 and replaced. Every wait is
+//! bounded: by clock steps, or seconds of real time for the actors.
 
 mod common;
 
@@ -399,4 +401,99 @@ async fn a_decommissioned_node_is_told_to_shut_down_and_heartbeats_again_once_re
         Some(NodeState::Running)
     );
     cluster.shutdown(WAIT).await;
+}
+
+/// An executor (id, host) that has started a task on a host other than the AM's.
+fn busy_executor_off_the_am(records: &[Json]) -> Option<(String, String)> {
+    let s = |r: &Json, k: &str| r[k].as_str().unwrap_or_default().to_string();
+    let am_host = records
+        .iter()
+        .filter_map(|r| r["msg"].as_str())
+        .find_map(|m| m.strip_prefix("Allocated AM container "))
+        .and_then(|rest| rest.split_whitespace().nth(2))?
+        .to_string();
+    records
+        .iter()
+        .filter(|r| s(r, "msg").starts_with("Starting task "))
+        .find(|r| s(r, "host") != am_host)
+        .map(|r| (s(r, "executor_id"), s(r, "host")))
+}
+
+#[actix_rt::test]
+async fn a_spark_job_survives_a_node_cut_off_the_network_as_yarn_expires_it() {
+    use common::inproc::{conf, nodes, submit, succeeded, Node};
+
+    // Real time, short intervals: heartbeats every 100 ms, a node lost after 1 s of silence.
+    let mut node_conf = SparkConf::new();
+    node_conf
+        .set("yarn.nm.liveness-monitor.expiry-interval-ms", "1000")
+        .set("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", "100");
+    let (cluster, rm) = common::embedded_node_with(&nodes(), &node_conf).await;
+    let node = Node { cluster, rm };
+    let c = conf(&[
+        ("spark.executor.instances", "2"),
+        ("spark.yarn.scheduler.heartbeat.interval-ms", "50ms"),
+    ]);
+    let job = submit(
+        &node,
+        "sparkyard.examples.SleepTasks",
+        &["--tasks", "24", "--ms", "150"],
+        c,
+    );
+    // Once an executor off the AM's node runs a task, its whole node (NodeManager and
+    // containers) is cut off the network.
+    let cut = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(found) = busy_executor_off_the_am(&node.cluster.logs().records()) {
+                let (_, host) = &found;
+                node.cluster
+                    .partition(
+                        &format!("/node/nm-{host}*"),
+                        PartitionMode::Drop,
+                        Duration::from_secs(600),
+                        "test",
+                    )
+                    .unwrap();
+                return found;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no executor ran a task off the AM's node"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let ((outcome, out), (_, host)) = tokio::join!(job, cut);
+    succeeded(&outcome, &out);
+    assert!(out.contains("SleepTasks: job 0: 24 tasks"), "{out}");
+
+    let expired = node.cluster.logs().events("node_expired");
+    assert_eq!(expired.len(), 1, "{expired:?}");
+    assert_eq!(expired[0]["host"], Json::from(host.as_str()));
+    assert!(expired[0]["lost_containers"].as_u64().unwrap() >= 1);
+    let all = msgs(&node.cluster);
+    // The AM heard its executor's container was lost (not the application's fault) and
+    // got a replacement elsewhere.
+    assert!(
+        all.iter().any(|m| m.starts_with("Container marked as failed: ")
+            && m.contains(&format!("on host: {host}. Exit status: -100."))),
+        "the allocator hears of the lost container"
+    );
+    assert!(
+        !all.iter().any(|m| m.contains("Container from a bad node")),
+        "a lost node's containers are not executor failures"
+    );
+    // It asks for a replacement (which may or may not start before the job is done).
+    let lost_at = all
+        .iter()
+        .position(|m| m.starts_with("Container marked as failed: ") && m.contains("Exit status: -100."))
+        .unwrap();
+    assert!(
+        all[lost_at..]
+            .iter()
+            .any(|m| m.starts_with("Will request 1 executor container(s)")),
+        "the allocator asks for a replacement"
+    );
+    node.cluster.shutdown(WAIT).await;
 }
