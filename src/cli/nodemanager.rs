@@ -112,7 +112,13 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
         let root = cluster.start_root_at(
             &root,
             LogIds::default().node(&spec.host),
-            node_manager_spec(&spec, &rm_path(), &launchers, &supervision),
+            node_manager_spec(
+                &spec,
+                &crate::yarn::node_manager::NmConfig::from_conf(&conf),
+                &rm_path(),
+                &launchers,
+                &supervision,
+            ),
         );
         let ended = cluster.root_ended(&root);
         tokio::pin!(ended);

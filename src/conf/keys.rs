@@ -974,6 +974,22 @@ keys! {
     RM_NM_HEARTBEAT_INTERVAL_MS: TimeEntry =
         ConfEntry::new("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms", MS, "1000")
             .check(positive_time, "must be greater than 0");
+
+    // ----- node liveness and registration (issue 14) -----
+
+    /// How long a RUNNING or DECOMMISSIONING node may stay silent (no heartbeat) before the
+    /// RM declares it LOST and completes its containers as lost (-100); the RM checks every
+    /// third of it. Bare numbers are milliseconds.
+    RM_NM_EXPIRY_INTERVAL_MS: TimeEntry =
+        ConfEntry::new("yarn.nm.liveness-monitor.expiry-interval-ms", MS, "600000")
+            .check(positive_time, "must be greater than 0");
+
+    /// The cluster a NodeManager joins and a ResourceManager runs: the RM refuses a
+    /// NodeManager registering with another. (YARN has no default; sparkyard's is
+    /// `sparkyard`, so nodes of one configuration agree.)
+    RM_CLUSTER_ID: StrEntry =
+        ConfEntry::new("yarn.resourcemanager.cluster-id", StrKind, "sparkyard")
+            .check(|id: &String| !id.trim().is_empty(), "must not be empty");
 }
 
 /// Prefix of the per-node keys `yarn.sparkyard.nodemanager.<host>`.
@@ -1180,6 +1196,8 @@ mod tests {
         assert_eq!(c.get(&MAXIMUM_AM_RESOURCE_PERCENT), Ok(0.1));
         assert_eq!(c.get(&RM_MAX_COMPLETED_APPLICATIONS), Ok(1000));
         assert_eq!(c.get(&RM_NM_HEARTBEAT_INTERVAL_MS), Ok(Duration::from_secs(1)));
+        assert_eq!(c.get(&RM_NM_EXPIRY_INTERVAL_MS), Ok(Duration::from_secs(600)));
+        assert_eq!(c.get(&RM_CLUSTER_ID), Ok("sparkyard".to_string()));
         assert_eq!(c.get(&SUPERVISOR_MAX_RESTARTS), Ok(3));
         assert_eq!(c.get(&SUPERVISOR_RESTART_PERIOD), Ok(Duration::from_secs(5)));
         assert_eq!(c.get(&SUPERVISOR_BACKOFF), Ok(Duration::ZERO));

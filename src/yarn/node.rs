@@ -16,7 +16,7 @@ use crate::runtime::{ActorPath, ChildSpec, Cluster, Kept, Strategy, SupervisorSp
 
 use super::client_rm_service::ClientRmService;
 use super::launcher::LauncherRegistry;
-use super::node_manager::{NodeManager, NodeManagerCore};
+use super::node_manager::{NmConfig, NodeManager, NodeManagerCore};
 use super::resource_manager::{ResourceManager, ResourceManagerCore, RmConfig};
 use crate::yarn::protocol::{ApplicationClientProtocol, ResourceManagerAdministrationProtocol};
 
@@ -52,6 +52,7 @@ pub fn start_node(
 ) -> Result<ActorPath, String> {
     let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
     let rm_config = RmConfig::from_conf(conf);
+    let nm_config = NmConfig::from_conf(conf);
     let rm_state = Kept::new(ResourceManagerCore::new(
         cluster.clock().epoch_millis(),
         &rm_config,
@@ -66,9 +67,9 @@ pub fn start_node(
             .ids(LogIds::default().node(rm_host)),
         );
     for node in nodes {
-        let (n, rm, launchers) = (node.clone(), rm.clone(), launchers.clone());
+        let (n, rm, launchers, nm_config) = (node.clone(), rm.clone(), launchers.clone(), nm_config.clone());
         let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
-            node_manager_spec(&n, &rm, &launchers, &supervision)
+            node_manager_spec(&n, &nm_config, &rm, &launchers, &supervision)
         })
         .ids(LogIds::default().node(&node.host));
         spec = spec.child(nm);
@@ -92,16 +93,29 @@ pub fn start_node(
 /// the NodeManager actor.
 pub fn node_manager_spec(
     node: &NodeSpec,
+    nm_config: &NmConfig,
     rm: &ActorPath,
     launchers: &LauncherRegistry,
     supervision: &crate::runtime::Supervision,
 ) -> SupervisorSpec {
-    let (n, rm, launchers) = (Arc::new(node.clone()), rm.clone(), launchers.clone());
+    let (n, rm, launchers, nm_config) = (
+        Arc::new(node.clone()),
+        rm.clone(),
+        launchers.clone(),
+        nm_config.clone(),
+    );
     let state = Kept::new(NodeManagerCore::default());
     SupervisorSpec::new(Strategy::OneForOne)
         .supervision(supervision)
         .child(ChildSpec::worker("node-manager", move |_, me| {
-            NodeManager::new(me, (*n).clone(), rm.clone(), state.clone(), launchers.clone())
+            NodeManager::new(
+                me,
+                (*n).clone(),
+                nm_config.clone(),
+                rm.clone(),
+                state.clone(),
+                launchers.clone(),
+            )
         }))
 }
 

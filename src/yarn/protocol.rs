@@ -10,8 +10,10 @@
 //!   [`RegisterApplicationMaster`], [`Allocate`] (the heartbeat), [`FinishApplicationMaster`].
 //! - ContainerManagementProtocol (ResourceManager/ApplicationMaster → NodeManager):
 //!   [`StartContainer`], [`StopContainer`], [`ReadContainerOutput`].
-//! - ResourceTracker (NodeManager → ResourceManager): [`RegisterNodeManager`] and
-//!   [`NodeStatusUpdate`] (completed containers, pushed as they complete).
+//! - ResourceTracker (NodeManager → ResourceManager): [`RegisterNode`], [`NodeHeartbeat`]
+//!   (every heartbeat interval: running containers and completed statuses not yet taken,
+//!   answered with a [`NodeAction`]) and [`NodeStatusUpdate`] (completed containers, pushed
+//!   as they complete).
 //! - ResourceManagerAdministrationProtocol: [`RefreshNodes`] (graceful decommission and
 //!   recommission of nodes) and [`ListNodes`].
 //! - sparkyard's own admin calls to a running node ([`AdminRequest`]), served by the same
@@ -250,22 +252,73 @@ pub struct ReadContainerOutput {
 
 // ------------------------------------------------------------------ ResourceTracker
 
-/// A NodeManager joins the cluster.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
-#[rtype(result = "()")]
-pub struct RegisterNodeManager {
-    pub host: String,
-    pub rack: String,
-    pub capability: Resource,
-}
+/// The version of the ResourceTracker conversation (registration, node heartbeats, resync)
+/// a NodeManager speaks; the RM refuses a NodeManager registering with another. Version 1:
+/// [`RegisterNode`] with version and cluster id, [`NodeHeartbeat`].
+pub const NODE_PROTOCOL_VERSION: u32 = 1;
 
 /// A NodeManager reports containers that completed (pushed as they complete, rather than
-/// waiting for the next node heartbeat).
+/// waiting for the next node heartbeat, so an AM hears of them in its next Allocate).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
 #[rtype(result = "()")]
 pub struct NodeStatusUpdate {
     pub host: String,
     pub completed: Vec<ContainerStatus>,
+}
+
+/// A NodeManager's heartbeat (Hadoop's NodeHeartbeatRequest with its NodeStatus), every
+/// `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms` once registered: the response id
+/// of the last answer (0 after a registration), the containers running on the node and the
+/// completed statuses the RM has not taken yet. The RM answers [`NodeHeartbeatResponse`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "NodeHeartbeatResponse")]
+pub struct NodeHeartbeat {
+    pub host: String,
+    pub response_id: u64,
+    pub running: Vec<ContainerId>,
+    pub completed: Vec<ContainerStatus>,
+}
+
+/// What the RM tells a NodeManager to do (YARN's NodeAction).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeAction {
+    /// Carry on.
+    #[default]
+    Normal,
+    /// Register again: the RM does not know the node (it expired it, or restarted), or the
+    /// heartbeat's response id is out of step.
+    Resync,
+    /// Stop: the node is decommissioned (or was refused).
+    Shutdown,
+}
+
+impl fmt::Display for NodeAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NodeAction::Normal => "NORMAL",
+            NodeAction::Resync => "RESYNC",
+            NodeAction::Shutdown => "SHUTDOWN",
+        })
+    }
+}
+
+/// A container the RM wants stopped on the node, and who asks (its exit status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerCleanup {
+    pub container_id: ContainerId,
+    pub requester: StopRequester,
+}
+
+/// The answer to [`NodeHeartbeat`] (Hadoop's NodeHeartbeatResponse): the next response id,
+/// the node action with its diagnostics, and the containers to clean up (ones the node
+/// reports running that are not the RM's there any more). A NORMAL answer means the RM took
+/// every completed status the heartbeat carried.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeHeartbeatResponse {
+    pub response_id: u64,
+    pub action: NodeAction,
+    pub diagnostics: String,
+    pub containers_to_cleanup: Vec<ContainerCleanup>,
 }
 
 // ------------------------------------------------------------------ the client protocol on the wire
@@ -457,7 +510,10 @@ pub struct Signalled {
 /// A NodeManager (re-)registers (Hadoop's RegisterNodeManagerRequest with its
 /// NMContainerStatuses): its capability, the containers running on it, and the completed
 /// statuses the RM has not taken yet. The RM completes as lost every container it placed on
-/// the node that the node does not name, and answers their ids.
+/// the node that the node does not name, and answers their ids. It refuses (an error of one
+/// line naming both values; YARN's SHUTDOWN) a NodeManager whose `version` is not
+/// [`NODE_PROTOCOL_VERSION`] or whose `cluster_id` is not its `yarn.resourcemanager.cluster-id`,
+/// and a decommissioned node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
 #[rtype(result = "Result<NodeRegistration, YarnError>")]
 pub struct RegisterNode {
@@ -466,6 +522,12 @@ pub struct RegisterNode {
     pub capability: Resource,
     pub running: Vec<ContainerId>,
     pub completed: Vec<ContainerStatus>,
+    /// The ResourceTracker version the NodeManager speaks ([`NODE_PROTOCOL_VERSION`]).
+    #[serde(default)]
+    pub version: u32,
+    /// The cluster it joins (its `yarn.resourcemanager.cluster-id`).
+    #[serde(default)]
+    pub cluster_id: String,
 }
 
 /// The answer to [`RegisterNode`].
@@ -502,8 +564,8 @@ crate::protocol! {
 
 crate::protocol! {
     /// ResourceTracker: what a NodeManager tells the ResourceManager (registration,
-    /// re-registration after a resync, completed containers).
-    remote pub ResourceTracker { RegisterNodeManager, RegisterNode, NodeStatusUpdate }
+    /// re-registration after a resync, node heartbeats, completed containers).
+    remote pub ResourceTracker { RegisterNode, NodeHeartbeat, NodeStatusUpdate }
 }
 
 crate::protocol! {
@@ -519,7 +581,8 @@ crate::protocol! {
 }
 
 crate::protocol! {
-    /// The ResourceManager's commands to a NodeManager, carried by Hadoop on heartbeat
-    /// responses (NodeAction): RESYNC after an RM restart.
+    /// The ResourceManager's commands to a NodeManager outside a heartbeat answer (Hadoop
+    /// carries them on heartbeat responses only): RESYNC at once after an RM restart or a
+    /// recommission, so the node need not wait for its next heartbeat.
     remote pub NodeActionProtocol { Resync }
 }

@@ -338,13 +338,15 @@ pub struct NodeReport {
 }
 
 /// YARN's NodeState, as far as sparkyard's nodes go: running, being decommissioned
-/// gracefully (no new containers; the running ones drain), or decommissioned.
+/// gracefully (no new containers; the running ones drain), decommissioned, or lost (silent
+/// beyond `yarn.nm.liveness-monitor.expiry-interval-ms`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum NodeState {
     #[default]
     Running,
     Decommissioning,
     Decommissioned,
+    Lost,
 }
 
 impl fmt::Display for NodeState {
@@ -353,6 +355,7 @@ impl fmt::Display for NodeState {
             NodeState::Running => "RUNNING",
             NodeState::Decommissioning => "DECOMMISSIONING",
             NodeState::Decommissioned => "DECOMMISSIONED",
+            NodeState::Lost => "LOST",
         })
     }
 }

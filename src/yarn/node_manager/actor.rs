@@ -1,12 +1,22 @@
 //! The NodeManager actor at `/node/nm-<host>/node-manager`: it starts each container's
 //! launch command through the node's launcher registry as a subtree under the node's
 //! supervisor, stops containers, watches them end, and talks to the ResourceManager
-//! (registration, NodeStatusUpdate); its core ([`NodeManagerCore`], kept by the node's supervisor)
-//! holds the container records and decides what each start, stop and end means.
+//! (registration, node heartbeats, NodeStatusUpdate); its core ([`NodeManagerCore`], kept by
+//! the node's supervisor) holds the container records and decides what each start, stop and
+//! end means.
 //!
-//! Layer: yarn. Not kept: whether a NodeStatusUpdate is on its way and the retry pause
-//! ([`StatusFlush`]); a new incarnation reconciles with the node's supervisor and
-//! registers again.
+//! Once registered it heartbeats every `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`
+//! on the cluster clock (NodeStatusUpdaterImpl): one [`NodeHeartbeat`] at a time, with its
+//! running containers and the completed statuses not yet taken; the answer's node action
+//! says carry on (its containers to clean up are stopped), register again (RESYNC: the RM
+//! expired the node or lost it) or stop (SHUTDOWN: decommissioned). A refused registration
+//! (another protocol version or cluster, a decommissioned node) is logged with the RM's line
+//! and not retried: the NodeManager stops heartbeating until the RM asks it to register
+//! again ([`Resync`]), and its shutdown hook ([`NodeManager::on_shutdown`]) runs.
+//!
+//! Layer: yarn. Not kept: whether a NodeStatusUpdate or a heartbeat is on its way, the retry
+//! pause ([`StatusFlush`]) and the heartbeat's response id; a new incarnation reconciles with
+//! the node's supervisor and registers again (response id 0).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,12 +29,12 @@ use actix::{
 use super::core::{
     EndedContainer, ExitRecord, NodeManagerCore, Recovery, StartCheck, StatusFlush, RETRY_DELAY,
 };
-use crate::conf::NodeSpec;
+use crate::conf::{self, NodeSpec, SparkConf};
 use crate::logs::output::OutputSink;
 use crate::rpc::EndpointRef;
 use crate::runtime::cell::CellShared;
 use crate::runtime::supervisor::{StartChild, TerminateChild, WhichChildren};
-use crate::runtime::timers::run_later;
+use crate::runtime::timers::{run_later, run_with_fixed_delay};
 use crate::runtime::SupervisorProtocol;
 use crate::runtime::{ActorPath, ChildSpec, ExitReason, Kept, Me, Terminated};
 use crate::yarn::launcher::{Launch, LauncherRegistry};
@@ -33,6 +43,46 @@ use crate::yarn::records::*;
 
 /// How often a registration is tried while the RM cannot be reached, and the pause between.
 const REGISTER_TRIES: u32 = 100;
+
+/// What a NodeManager reads from yarn-site.conf.
+#[derive(Clone, Debug)]
+pub struct NmConfig {
+    /// yarn.resourcemanager.nodemanagers.heartbeat-interval-ms.
+    pub heartbeat_interval: Duration,
+    /// yarn.resourcemanager.cluster-id: the cluster it registers with.
+    pub cluster_id: String,
+}
+
+impl NmConfig {
+    pub fn from_conf(conf: &SparkConf) -> NmConfig {
+        NmConfig {
+            heartbeat_interval: conf
+                .get(&conf::RM_NM_HEARTBEAT_INTERVAL_MS)
+                .unwrap_or(Duration::from_secs(1)),
+            cluster_id: conf
+                .get(&conf::RM_CLUSTER_ID)
+                .unwrap_or_else(|_| "sparkyard".into()),
+        }
+    }
+}
+
+impl Default for NmConfig {
+    fn default() -> Self {
+        NmConfig::from_conf(&SparkConf::new())
+    }
+}
+
+/// Why a registration did not happen.
+enum NotRegistered {
+    /// The RM refused it, with its line.
+    Refused(String),
+    /// The RM could not be reached, with the last error.
+    Unreachable(String),
+}
+
+/// Called with the ResourceManager's line when it refuses or shuts down this NodeManager
+/// (a NodeManager process exits on it).
+pub type ShutdownHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The path of the NodeManager of `host` in the all-in-one node.
 pub fn node_manager_path(host: &str) -> ActorPath {
@@ -63,12 +113,25 @@ pub struct NodeManager {
     timeout: Duration,
     /// Whether a NodeStatusUpdate is on its way, and the pause before a retry.
     flush: StatusFlush,
+    config: NmConfig,
+    /// The node heartbeat: registered, the response id of the RM's last answer, whether
+    /// one is on its way, which registration it belongs to (an answer to a heartbeat of an
+    /// earlier registration is ignored), and whether the last one failed.
+    registered: bool,
+    response_id: u64,
+    heartbeat_in_flight: bool,
+    registration: u64,
+    heartbeat_failing: bool,
+    /// The RM's line when it refused or shut down this node: no heartbeats until a Resync.
+    shut_down: Option<String>,
+    on_shutdown: Option<ShutdownHook>,
 }
 
 impl NodeManager {
     pub fn new(
         me: Me,
         spec: NodeSpec,
+        config: NmConfig,
         rm: ActorPath,
         state: Kept<NodeManagerCore>,
         launchers: LauncherRegistry,
@@ -84,7 +147,132 @@ impl NodeManager {
             launchers,
             timeout: Duration::from_secs(30),
             flush: StatusFlush::default(),
+            config,
+            registered: false,
+            response_id: 0,
+            heartbeat_in_flight: false,
+            registration: 0,
+            heartbeat_failing: false,
+            shut_down: None,
+            on_shutdown: None,
         }
+    }
+
+    /// Runs `hook` with the RM's line when the RM refuses this NodeManager's registration
+    /// or answers a heartbeat with SHUTDOWN.
+    pub fn on_shutdown(mut self, hook: ShutdownHook) -> Self {
+        self.on_shutdown = Some(hook);
+        self
+    }
+
+    /// The RM refused or shut down this node: no more heartbeats (nor registrations) until
+    /// it asks for one ([`Resync`]).
+    fn shut_down(&mut self, line: String) {
+        tracing::error!(
+            event = "node_manager_shutdown",
+            host = self.spec.host.as_str(),
+            "{line}"
+        );
+        self.registered = false;
+        self.shut_down = Some(line.clone());
+        if let Some(hook) = &self.on_shutdown {
+            hook(&line);
+        }
+    }
+
+    /// Sends a heartbeat (NodeStatusUpdaterImpl's loop), unless one is on its way or the
+    /// node is not registered.
+    fn heartbeat(&mut self, ctx: &mut Context<Self>) {
+        if !self.registered || self.heartbeat_in_flight || self.shut_down.is_some() {
+            return;
+        }
+        let (running, completed) = {
+            let state = self.state.lock();
+            (state.containers(), state.pending_statuses())
+        };
+        let sent: BTreeSet<ContainerId> = completed.iter().map(|s| s.container_id).collect();
+        let beat = NodeHeartbeat {
+            host: self.spec.host.clone(),
+            response_id: self.response_id,
+            running,
+            completed,
+        };
+        self.heartbeat_in_flight = true;
+        let registration = self.registration;
+        let (rm, timeout) = (self.rm.clone(), self.timeout);
+        ctx.spawn(
+            async move { rm.ask(beat, timeout).await }
+                .into_actor(self)
+                .map(move |res, act, ctx| {
+                    act.heartbeat_in_flight = false;
+                    if act.registration != registration || !act.registered {
+                        return; // the node registered again meanwhile
+                    }
+                    match res {
+                        Ok(answer) => {
+                            if act.heartbeat_failing {
+                                tracing::info!("Heartbeats reach the ResourceManager again");
+                                act.heartbeat_failing = false;
+                            }
+                            act.heartbeat_answered(answer, &sent, ctx);
+                        }
+                        Err(e) if !act.heartbeat_failing => {
+                            act.heartbeat_failing = true;
+                            tracing::warn!(
+                                "Cannot send a heartbeat to the ResourceManager ({e}); trying again every {}",
+                                humantime::format_duration(act.config.heartbeat_interval)
+                            );
+                        }
+                        Err(e) => tracing::debug!("Heartbeat failed again: {e}"),
+                    }
+                }),
+        );
+    }
+
+    /// The RM answered a heartbeat: carry on, register again, or stop.
+    fn heartbeat_answered(
+        &mut self,
+        answer: NodeHeartbeatResponse,
+        sent: &BTreeSet<ContainerId>,
+        ctx: &mut Context<Self>,
+    ) {
+        match answer.action {
+            NodeAction::Normal => {
+                self.response_id = answer.response_id;
+                self.state.lock().taken(sent);
+                for c in answer.containers_to_cleanup {
+                    self.stop_container(c.container_id, c.requester);
+                }
+            }
+            NodeAction::Resync => {
+                tracing::info!(
+                    event = "node_resync",
+                    host = self.spec.host.as_str(),
+                    diagnostics = answer.diagnostics.as_str(),
+                    "Node is out of sync with ResourceManager, hence resyncing. ({})",
+                    answer.diagnostics
+                );
+                self.registered = false;
+                self.register(ctx);
+            }
+            NodeAction::Shutdown => self.shut_down(format!(
+                "Received SHUTDOWN signal from Resourcemanager as part of heartbeat, hence shutting down. Message from ResourceManager: {}",
+                answer.diagnostics
+            )),
+        }
+    }
+
+    /// Stops a container (for its AM, or the RM); false if it already completed.
+    fn stop_container(&mut self, id: ContainerId, requester: StopRequester) -> bool {
+        if !self.state.lock().stop(&id, requester) {
+            return false;
+        }
+        tracing::info!(container_id = %id, requester = ?requester, "Stopping container {id}");
+        let _ = self
+            .me
+            .endpoint::<SupervisorProtocol>(&self.node_sup)
+            .tell(TerminateChild(id.to_string()));
+        true
     }
 
     fn container_path(&self, id: &ContainerId) -> ActorPath {
@@ -139,10 +327,13 @@ impl NodeManager {
     /// `REGISTER_TRIES` tries while the RM cannot be reached).
     fn register(&mut self, ctx: &mut Context<Self>) {
         let capability = Resource::new(self.spec.memory_mb, self.spec.vcores);
-        let request = self
-            .state
-            .lock()
-            .registration(&self.spec.host, &self.spec.rack, capability);
+        let request = self.state.lock().registration(
+            &self.spec.host,
+            &self.spec.rack,
+            capability,
+            &self.config.cluster_id,
+        );
+        self.registered = false;
         tracing::info!(
             host = self.spec.host.as_str(),
             rack = self.spec.rack.as_str(),
@@ -160,16 +351,21 @@ impl NodeManager {
             let mut last = String::new();
             for _ in 0..REGISTER_TRIES {
                 match rm.ask(request.clone(), timeout).await {
-                    Ok(answer) => return answer.map_err(|e| e.to_string()),
+                    // The RM's answer: registered, or refused (not tried again).
+                    Ok(answer) => return answer.map_err(|e| NotRegistered::Refused(e.to_string())),
                     Err(e) => last = e.to_string(),
                 }
                 clock.sleep(RETRY_DELAY).await;
             }
-            Err(last)
+            Err(NotRegistered::Unreachable(last))
         };
         ctx.wait(fut.into_actor(self).map(move |res, act, ctx| match res {
             Ok(registration) => {
                 act.state.lock().registered(&sent, &registration.lost);
+                act.registered = true;
+                act.shut_down = None;
+                act.response_id = 0;
+                act.registration += 1;
                 tracing::info!(
                     host = act.spec.host.as_str(),
                     lost_containers = registration.lost.len() as u64,
@@ -178,7 +374,10 @@ impl NodeManager {
                 );
                 act.flush(ctx);
             }
-            Err(e) => {
+            Err(NotRegistered::Refused(refusal)) => act.shut_down(format!(
+                "Received SHUTDOWN signal from Resourcemanager, Registration of NodeManager failed, Message from ResourceManager: {refusal}"
+            )),
+            Err(NotRegistered::Unreachable(e)) => {
                 tracing::error!(
                     host = act.spec.host.as_str(),
                     "Cannot register with the ResourceManager: {e}; a restarted ResourceManager will ask again"
@@ -292,6 +491,10 @@ impl Actor for NodeManager {
         }
         self.reconcile(ctx);
         self.register(ctx);
+        let (clock, interval) = (self.me.clock().clone(), self.config.heartbeat_interval);
+        run_with_fixed_delay(ctx, &clock, interval, interval, |act: &mut Self, ctx| {
+            act.heartbeat(ctx)
+        });
     }
 }
 
@@ -300,6 +503,7 @@ impl Handler<Resync> for NodeManager {
 
     fn handle(&mut self, _: Resync, ctx: &mut Context<Self>) {
         tracing::info!("The ResourceManager asked this node to resynchronise");
+        self.shut_down = None;
         self.register(ctx);
     }
 }
@@ -384,14 +588,8 @@ impl Handler<StopContainer> for NodeManager {
     type Result = Result<(), YarnError>;
 
     fn handle(&mut self, msg: StopContainer, _: &mut Context<Self>) -> Self::Result {
-        if !self.state.lock().stop(&msg.container_id, msg.requester) {
-            return Ok(()); // already completed
-        }
-        tracing::info!(container_id = %msg.container_id, requester = ?msg.requester, "Stopping container {}", msg.container_id);
-        let _ = self
-            .me
-            .endpoint::<SupervisorProtocol>(&self.node_sup)
-            .tell(TerminateChild(msg.container_id.to_string()));
+        // Already completed, or stopping now.
+        self.stop_container(msg.container_id, msg.requester);
         Ok(())
     }
 }

@@ -347,14 +347,23 @@ impl NodeManagerCore {
     }
 
     /// What this node registers with (RegisterNodeManagerRequest with its container
-    /// statuses): the containers it has and the completed statuses not yet taken.
-    pub fn registration(&self, host: &str, rack: &str, capability: Resource) -> RegisterNode {
+    /// statuses): the containers it has and the completed statuses not yet taken, with the
+    /// protocol version it speaks and the cluster it joins.
+    pub fn registration(
+        &self,
+        host: &str,
+        rack: &str,
+        capability: Resource,
+        cluster_id: &str,
+    ) -> RegisterNode {
         RegisterNode {
             host: host.to_string(),
             rack: rack.to_string(),
             capability,
             running: self.containers(),
             completed: self.unacked.clone(),
+            version: NODE_PROTOCOL_VERSION,
+            cluster_id: cluster_id.to_string(),
         }
     }
 
@@ -623,7 +632,11 @@ mod tests {
         assert_eq!(pending[1].exit_status, 1);
         assert!(pending[1].diagnostics.contains("unknown program"));
 
-        let request = nm.registration(HOST, "/rack", Resource::new(4096, 4));
+        let request = nm.registration(HOST, "/rack", Resource::new(4096, 4), "sparkyard");
+        assert_eq!(
+            (request.version, request.cluster_id.as_str()),
+            (NODE_PROTOCOL_VERSION, "sparkyard")
+        );
         assert_eq!(request.running, vec![still]);
         assert_eq!(request.completed, pending);
         // The RM took what the registration carried (and declared nothing lost).

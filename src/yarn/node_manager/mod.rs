@@ -30,7 +30,12 @@
 //! (exit status -100, "Container released on a *lost* node") and answers their ids, and
 //! this NodeManager then refuses to start them. Nothing else is handled until the
 //! registration is answered. It registers when it starts and again when a restarted RM asks
-//! it to ([`super::protocol::Resync`], YARN's NodeAction.RESYNC).
+//! it to ([`super::protocol::Resync`], YARN's NodeAction.RESYNC). Once registered it sends a
+//! heartbeat ([`super::protocol::NodeHeartbeat`]) every
+//! `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms` with its running containers and
+//! the statuses not yet taken; an answer of RESYNC makes it register again (the RM expired
+//! it), SHUTDOWN (decommissioned) or a refused registration (another protocol version or
+//! cluster) makes it log the RM's line and stop heartbeating, without retrying.
 //!
 //! What survives a restart of the NodeManager actor is its [`NodeManagerCore`], held by the node's
 //! supervisor: the containers (which keep running next to it), their outputs, the statuses
@@ -50,5 +55,5 @@
 pub mod actor;
 pub mod core;
 
-pub use actor::{node_manager_path, NodeManager};
+pub use actor::{node_manager_path, NmConfig, NodeManager, ShutdownHook};
 pub use core::{NodeManagerCore, EXIT_CODE_LOST, LOST_CONTAINER};

@@ -3,10 +3,13 @@
 //! carries out the core's [`Effect`]s: AM containers started on NodeManagers (with retries
 //! while a NodeManager restarts; a launch that fails completes the container, so the
 //! attempt fails), containers stopped, report waiters answered, nodes asked to register
-//! again, graceful-decommission timers armed.
+//! again, graceful-decommission timers armed. It answers node heartbeats and runs the
+//! liveness monitor: every third of `yarn.nm.liveness-monitor.expiry-interval-ms` on the
+//! cluster clock it expires the nodes silent for the whole interval (LOST).
 //!
 //! Layer: yarn. What is not kept: the report waiters (clients ask again) and the timers
-//! (a new incarnation arms the decommission timeouts again from the kept deadlines).
+//! (a new incarnation arms the decommission timeouts again from the kept deadlines, and
+//! the liveness check afresh, giving every node a whole interval).
 //! [`ask_rm`] is how an ApplicationMaster reaches it, retrying while it restarts.
 
 use std::time::Duration;
@@ -17,7 +20,7 @@ use tokio::sync::oneshot;
 use super::core::{Effect, ReportKey, ResourceManagerCore, ResyncReason, RmConfig};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::protocol::Carries;
-use crate::runtime::timers::run_later;
+use crate::runtime::timers::{run_at_fixed_rate, run_later};
 use crate::runtime::{Kept, Me};
 use crate::yarn::node_manager::node_manager_path;
 use crate::yarn::protocol::*;
@@ -190,6 +193,15 @@ impl Actor for ResourceManager {
         let now = self.now();
         let effects = self.state.lock().recover(now, self.me.incarnation() > 1);
         self.carry_out(effects, ctx);
+        // The liveness monitor (NMLivelinessMonitor): every third of the expiry interval,
+        // the nodes silent for the whole interval are expired.
+        let period = self.config.liveness_check_period();
+        let clock = self.me.clock().clone();
+        run_at_fixed_rate(ctx, &clock, period, period, |act: &mut Self, ctx| {
+            let now = act.now();
+            let effects = act.state.lock().expire_nodes(now);
+            act.carry_out(effects, ctx);
+        });
     }
 }
 
@@ -204,13 +216,14 @@ impl Handler<RegisterNode> for ResourceManager {
     }
 }
 
-impl Handler<RegisterNodeManager> for ResourceManager {
-    type Result = ();
+impl Handler<NodeHeartbeat> for ResourceManager {
+    type Result = MessageResult<NodeHeartbeat>;
 
-    fn handle(&mut self, msg: RegisterNodeManager, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: NodeHeartbeat, ctx: &mut Context<Self>) -> MessageResult<NodeHeartbeat> {
         let now = self.now();
-        let effects = self.state.lock().register_node_manager(&msg, now);
+        let (answer, effects) = self.state.lock().node_heartbeat(msg, now);
         self.carry_out(effects, ctx);
+        MessageResult(answer)
     }
 }
 

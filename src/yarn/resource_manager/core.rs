@@ -39,6 +39,10 @@ pub struct RmConfig {
     pub max_completed_applications: usize,
     /// yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs.
     pub graceful_decommission_timeout: Duration,
+    /// yarn.nm.liveness-monitor.expiry-interval-ms: a node silent this long is LOST.
+    pub nm_expiry: Duration,
+    /// yarn.resourcemanager.cluster-id: NodeManagers registering with another are refused.
+    pub cluster_id: String,
 }
 
 impl RmConfig {
@@ -69,7 +73,20 @@ impl RmConfig {
             graceful_decommission_timeout: conf
                 .get(&conf::RM_NM_GRACEFUL_DECOMMISSION_TIMEOUT)
                 .unwrap_or(Duration::from_secs(3600)),
+            nm_expiry: conf
+                .get(&conf::RM_NM_EXPIRY_INTERVAL_MS)
+                .unwrap_or(Duration::from_secs(600)),
+            cluster_id: conf
+                .get(&conf::RM_CLUSTER_ID)
+                .unwrap_or_else(|_| "sparkyard".into()),
         }
+    }
+
+    /// How often the liveness monitor looks for silent nodes: a third of the expiry
+    /// interval, as YARN's AbstractLivelinessMonitor (at least 1 ms). A node is therefore
+    /// expired after between one and four thirds of the interval of silence.
+    pub fn liveness_check_period(&self) -> Duration {
+        (self.nm_expiry / 3).max(Duration::from_millis(1))
     }
 }
 
@@ -274,6 +291,22 @@ struct NodeDecommission {
     generation: u64,
 }
 
+/// A registered (RUNNING or DECOMMISSIONING) node as the liveness monitor sees it: when it
+/// was last heard from and the last answer to its heartbeat (RMNode's
+/// lastNodeHeartbeatResponse, answered again to a duplicate heartbeat).
+#[derive(Clone, Debug)]
+struct NodeLiveness {
+    last_heard_ms: u64,
+    last_response: NodeHeartbeatResponse,
+}
+
+/// A node the RM expired (LOST), until it registers again.
+#[derive(Clone, Debug)]
+struct LostNode {
+    rack: String,
+    capability: Resource,
+}
+
 /// The RM's state, kept by its supervisor across restarts, with the rules that change it.
 #[derive(Debug)]
 pub struct ResourceManagerCore {
@@ -292,6 +325,10 @@ pub struct ResourceManagerCore {
     /// Nodes being decommissioned or decommissioned, by host (NodesListManager's excluded
     /// nodes with the DecommissioningNodesWatcher's contexts).
     decommissions: BTreeMap<String, NodeDecommission>,
+    /// The registered nodes' last heartbeats, by host (NMLivelinessMonitor).
+    liveness: BTreeMap<String, NodeLiveness>,
+    /// Nodes expired for silence, by host (RMContext's inactive nodes in state LOST).
+    lost_nodes: BTreeMap<String, LostNode>,
 }
 
 // ----- reads --------------------------------------------------------------------------------
@@ -317,6 +354,8 @@ impl ResourceManagerCore {
                 .collect(),
             completed: VecDeque::new(),
             decommissions: BTreeMap::new(),
+            liveness: BTreeMap::new(),
+            lost_nodes: BTreeMap::new(),
         }
     }
 
@@ -335,10 +374,20 @@ impl ResourceManagerCore {
         self.container_hosts.get(id).map(String::as_str)
     }
 
-    /// Every node with its state: the scheduler's (running and decommissioning) and the
-    /// decommissioned ones, by host.
+    /// Every node with its state: the scheduler's (running and decommissioning), the
+    /// decommissioned and the lost ones, by host.
     pub fn all_node_reports(&self) -> Vec<NodeReport> {
         let mut reports = self.scheduler.node_reports();
+        for (host, lost) in &self.lost_nodes {
+            reports.push(NodeReport {
+                host: host.clone(),
+                rack: lost.rack.clone(),
+                capability: lost.capability,
+                used: Resource::default(),
+                num_containers: 0,
+                state: NodeState::Lost,
+            });
+        }
         for (host, d) in &self.decommissions {
             if d.state == NodeState::Decommissioned {
                 reports.push(NodeReport {
@@ -404,7 +453,12 @@ impl ResourceManagerCore {
     /// A new incarnation of the RM starts on this state: the graceful-decommission timers
     /// died with the previous one and are armed again; after a restart every known node is
     /// asked to register again.
-    pub fn recover(&self, now: u64, restarted: bool) -> Vec<Effect> {
+    pub fn recover(&mut self, now: u64, restarted: bool) -> Vec<Effect> {
+        // The liveness monitor starts afresh with the incarnation: every registered node
+        // gets a whole expiry interval (its heartbeats to a dead incarnation were lost).
+        for liveness in self.liveness.values_mut() {
+            liveness.last_heard_ms = liveness.last_heard_ms.max(now);
+        }
         let mut fx: Vec<Effect> = self
             .decommissions
             .iter()
@@ -448,12 +502,34 @@ impl ResourceManagerCore {
 
     /// A NodeManager registers (RegisterNode): its running containers and the completed
     /// statuses not yet taken. Every container placed there that it does not name is lost.
+    /// One of another protocol version or cluster, or a decommissioned one, is refused.
     pub fn register_node(
         &mut self,
         msg: RegisterNode,
         now: u64,
     ) -> (Result<NodeRegistration, YarnError>, Vec<Effect>) {
         let mut fx = Vec::new();
+        let mismatch = if msg.version != NODE_PROTOCOL_VERSION {
+            Some(format!(
+                "Disallowed NodeManager from {}: its protocol version {} is not the ResourceManager's {NODE_PROTOCOL_VERSION}, sending SHUTDOWN signal to the NodeManager.",
+                msg.host, msg.version
+            ))
+        } else if msg.cluster_id != self.config.cluster_id {
+            Some(format!(
+                "Disallowed NodeManager from {}: it joins cluster '{}' (yarn.resourcemanager.cluster-id) but this ResourceManager runs cluster '{}', sending SHUTDOWN signal to the NodeManager.",
+                msg.host, msg.cluster_id, self.config.cluster_id
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = mismatch {
+            tracing::warn!(
+                event = "node_registration_refused",
+                host = msg.host.as_str(),
+                "{message}"
+            );
+            return (Err(YarnError::Other(message)), fx);
+        }
         let disallowed = self
             .decommissions
             .get(&msg.host)
@@ -467,7 +543,22 @@ impl ResourceManagerCore {
             return (Err(YarnError::Other(message)), fx);
         }
         let known = self.scheduler.has_node(&msg.host);
+        if self.lost_nodes.remove(&msg.host).is_some() {
+            tracing::info!(
+                host = msg.host.as_str(),
+                "Node {} was LOST; it registers as a new node",
+                msg.host
+            );
+        }
         self.scheduler.add_node(&msg.host, &msg.rack, msg.capability);
+        // NMLivelinessMonitor.register, with a new heartbeat conversation (response id 0).
+        self.liveness.insert(
+            msg.host.clone(),
+            NodeLiveness {
+                last_heard_ms: now,
+                last_response: NodeHeartbeatResponse::default(),
+            },
+        );
         tracing::info!(
             host = msg.host.as_str(),
             rack = msg.rack.as_str(),
@@ -530,36 +621,111 @@ impl ResourceManagerCore {
         (Ok(NodeRegistration { lost }), fx)
     }
 
-    /// A registration without statuses (RegisterNodeManager).
-    pub fn register_node_manager(&mut self, msg: &RegisterNodeManager, now: u64) -> Vec<Effect> {
-        let mut fx = Vec::new();
-        if self.decommissions.contains_key(&msg.host) {
-            tracing::info!(
-                host = msg.host.as_str(),
-                "Disallowed NodeManager from  {}, Sending SHUTDOWN signal to the NodeManager.",
-                msg.host
-            );
-            return fx;
-        }
-        self.scheduler.add_node(&msg.host, &msg.rack, msg.capability);
-        tracing::info!(
-            host = msg.host.as_str(),
-            rack = msg.rack.as_str(),
-            "NodeManager from node {} registered with capability: {}, rack {}",
-            msg.host,
-            msg.capability,
-            msg.rack
-        );
-        self.activate_applications(now);
-        self.place_pending_ams(now, &mut fx);
-        fx
-    }
-
     /// Completed containers a node reports (NodeStatusUpdate, or a launch that failed).
     pub fn node_status_update(&mut self, completed: Vec<ContainerStatus>, now: u64) -> Vec<Effect> {
         let mut fx = Vec::new();
         for status in completed {
             self.container_completed(status, now, &mut fx);
+        }
+        fx
+    }
+
+    /// A node's heartbeat (ResourceTrackerService.nodeHeartbeat): SHUTDOWN for a
+    /// decommissioned node, RESYNC for one the RM does not know (never registered, or
+    /// expired) or whose response id is out of step; the last answer again for a repeat.
+    /// Otherwise the node is alive, its completed statuses are taken, and the answer names
+    /// the containers it runs that are not the RM's there any more.
+    pub fn node_heartbeat(&mut self, msg: NodeHeartbeat, now: u64) -> (NodeHeartbeatResponse, Vec<Effect>) {
+        let mut fx = Vec::new();
+        let host = msg.host.as_str();
+        let refused = |action, diagnostics: String| NodeHeartbeatResponse {
+            response_id: 0,
+            action,
+            diagnostics,
+            containers_to_cleanup: Vec::new(),
+        };
+        let decommissioned = self
+            .decommissions
+            .get(host)
+            .is_some_and(|d| d.state == NodeState::Decommissioned);
+        if decommissioned {
+            let message = format!("Disallowed NodeManager nodeId: {host} hostname: {host}");
+            tracing::info!(host, "{message}");
+            return (refused(NodeAction::Shutdown, message), fx);
+        }
+        let Some(liveness) = self.liveness.get_mut(host) else {
+            let message = format!("Node not found resyncing {host}");
+            tracing::info!(host, "{message}");
+            return (refused(NodeAction::Resync, message), fx);
+        };
+        // NMLivelinessMonitor.receivedPing.
+        liveness.last_heard_ms = liveness.last_heard_ms.max(now);
+        let last_id = liveness.last_response.response_id;
+        if msg.response_id.checked_add(1) == Some(last_id) {
+            tracing::info!(
+                host,
+                response_id = msg.response_id,
+                "Received duplicate heartbeat from node {host} responseId={}",
+                msg.response_id
+            );
+            return (liveness.last_response.clone(), fx);
+        }
+        if msg.response_id != last_id {
+            let message = format!(
+                "Too far behind rm response id:{last_id} nm response id:{}",
+                msg.response_id
+            );
+            tracing::info!(host, "{message}");
+            return (refused(NodeAction::Resync, message), fx);
+        }
+        for status in msg.completed {
+            self.container_completed(status, now, &mut fx);
+        }
+        let containers_to_cleanup: Vec<ContainerCleanup> = msg
+            .running
+            .iter()
+            .filter_map(|id| {
+                self.should_be_stopped(id, host)
+                    .map(|requester| ContainerCleanup {
+                        container_id: *id,
+                        requester,
+                    })
+            })
+            .collect();
+        for c in &containers_to_cleanup {
+            tracing::info!(
+                container_id = %c.container_id,
+                host,
+                requester = ?c.requester,
+                "Container {} on {host} should not be running; asking the node to clean it up",
+                c.container_id
+            );
+        }
+        let response = NodeHeartbeatResponse {
+            response_id: last_id + 1,
+            action: NodeAction::Normal,
+            diagnostics: String::new(),
+            containers_to_cleanup,
+        };
+        if let Some(liveness) = self.liveness.get_mut(host) {
+            liveness.last_response = response.clone();
+        }
+        (response, fx)
+    }
+
+    /// The liveness monitor's check (AbstractLivelinessMonitor): every registered node
+    /// silent for the expiry interval or longer is LOST.
+    pub fn expire_nodes(&mut self, now: u64) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let expiry = u64::try_from(self.config.nm_expiry.as_millis()).unwrap_or(u64::MAX);
+        let silent: Vec<(String, u64)> = self
+            .liveness
+            .iter()
+            .map(|(host, l)| (host.clone(), now.saturating_sub(l.last_heard_ms)))
+            .filter(|(_, silence)| *silence >= expiry)
+            .collect();
+        for (host, silence) in silent {
+            self.node_lost(&host, silence, now, &mut fx);
         }
         fx
     }
@@ -1358,6 +1524,77 @@ impl ResourceManagerCore {
     }
 }
 
+// ----- node liveness --------------------------------------------------------------------------
+
+impl ResourceManagerCore {
+    /// A node silent for `silence_ms` is expired (RMNodeImpl's EXPIRE → LOST): it leaves the
+    /// scheduler, running applications are told in their next Allocate, and every container
+    /// placed there completes as on a lost node (-100), so AMs ask for replacements and an
+    /// attempt whose AM ran there fails without counting. A heartbeat from it is answered
+    /// RESYNC; it registers again as a new node.
+    fn node_lost(&mut self, host: &str, silence_ms: u64, now: u64, fx: &mut Vec<Effect>) {
+        self.liveness.remove(host);
+        let Some(report) = self.scheduler.node_reports().into_iter().find(|n| n.host == host) else {
+            return;
+        };
+        // A DECOMMISSIONING node that goes silent is lost too (its timer finds nothing).
+        if self
+            .decommissions
+            .get(host)
+            .is_some_and(|d| d.state == NodeState::Decommissioning)
+        {
+            self.decommissions.remove(host);
+        }
+        let lost = self.scheduler.remove_node(host);
+        self.lost_nodes.insert(
+            host.to_string(),
+            LostNode {
+                rack: report.rack.clone(),
+                capability: report.capability,
+            },
+        );
+        self.push_node_update(&NodeReport {
+            used: Resource::default(),
+            num_containers: 0,
+            state: NodeState::Lost,
+            ..report.clone()
+        });
+        let expiry = self.config.nm_expiry;
+        tracing::info!(host, "Expired:{host} Timed out after {} secs", expiry.as_secs());
+        tracing::warn!(
+            event = "node_expired",
+            host,
+            silence_ms,
+            expiry_ms = expiry.as_millis() as u64,
+            lost_containers = lost.len() as u64,
+            "Deactivating Node {host} as it is now LOST (no heartbeat for {}; {} container(s) lost)",
+            humantime::format_duration(Duration::from_millis(silence_ms)),
+            lost.len()
+        );
+        for id in lost {
+            tracing::warn!(
+                container_id = %id,
+                app_id = %id.attempt.app,
+                host,
+                "Container {id} on {host}: {LOST_CONTAINER}"
+            );
+            self.container_completed(
+                ContainerStatus {
+                    container_id: id,
+                    state: ContainerState::Complete,
+                    exit_status: exit_status::ABORTED,
+                    diagnostics: LOST_CONTAINER.to_string(),
+                },
+                now,
+                fx,
+            );
+        }
+        // The cluster's resources changed: the queues' AM limits with them.
+        self.activate_applications(now);
+        self.place_pending_ams(now, fx);
+    }
+}
+
 // ----- graceful decommission ------------------------------------------------------------------
 
 impl ResourceManagerCore {
@@ -1456,6 +1693,7 @@ impl ResourceManagerCore {
             return;
         }
         d.state = NodeState::Decommissioned;
+        self.liveness.remove(host);
         let report = NodeReport {
             host: host.to_string(),
             rack: d.rack.clone(),
@@ -1568,6 +1806,8 @@ mod tests {
             capability: Resource::new(memory_mb, 8),
             running: Vec::new(),
             completed: Vec::new(),
+            version: NODE_PROTOCOL_VERSION,
+            cluster_id: "sparkyard".into(),
         }
     }
 
@@ -2001,5 +2241,268 @@ mod tests {
         let (answer, fx) = rm.register_node(node("host1", 8192), NOW);
         answer.unwrap();
         assert_eq!(launches(&fx).len(), 1);
+    }
+
+    fn expiring(expiry_ms: u64) -> ResourceManagerCore {
+        ResourceManagerCore::new(
+            1,
+            &RmConfig {
+                nm_expiry: Duration::from_millis(expiry_ms),
+                ..config()
+            },
+        )
+    }
+
+    fn beat(
+        host: &str,
+        response_id: u64,
+        running: &[ContainerId],
+        completed: Vec<ContainerStatus>,
+    ) -> NodeHeartbeat {
+        NodeHeartbeat {
+            host: host.into(),
+            response_id,
+            running: running.to_vec(),
+            completed,
+        }
+    }
+
+    fn allocate_on(
+        rm: &mut ResourceManagerCore,
+        attempt_id: ApplicationAttemptId,
+        response_id: u64,
+        host: &str,
+    ) -> AllocateResponse {
+        let ask = ContainerRequest {
+            resource: Resource::new(1024, 1),
+            nodes: vec![host.into()],
+            racks: Vec::new(),
+            priority: 1,
+            relax_locality: false,
+        };
+        let msg = Allocate {
+            attempt_id,
+            response_id,
+            progress: 0.0,
+            asks: if host.is_empty() { Vec::new() } else { vec![ask] },
+            releases: Vec::new(),
+            blacklist: Vec::new(),
+        };
+        rm.allocate(&msg, NOW).0.unwrap()
+    }
+
+    fn node_state(rm: &ResourceManagerCore, host: &str) -> Option<NodeState> {
+        rm.all_node_reports()
+            .into_iter()
+            .find(|n| n.host == host)
+            .map(|n| n.state)
+    }
+
+    #[test]
+    fn the_liveness_check_runs_every_third_of_the_expiry_interval() {
+        let c = config();
+        assert_eq!(c.nm_expiry, Duration::from_secs(600));
+        assert_eq!(c.liveness_check_period(), Duration::from_secs(200));
+        assert_eq!(c.cluster_id, "sparkyard");
+    }
+
+    #[test]
+    fn a_silent_node_is_lost_with_its_containers_and_a_later_heartbeat_resyncs() {
+        let mut rm = expiring(10_000);
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        rm.register_node(node("host2", 8192), NOW).0.unwrap();
+        let (app, fx) = submit(&mut rm, "default", 1024);
+        let am = launches(&fx).remove(0);
+        let (am_host, other) = if am.node == "host1" {
+            ("host1", "host2")
+        } else {
+            ("host2", "host1")
+        };
+        register_am(&mut rm, am.id.attempt);
+        let granted = allocate_on(&mut rm, am.id.attempt, 0, other).allocated;
+        assert_eq!(granted.len(), 1);
+        assert_eq!(granted[0].node, other);
+        let executor = granted[0].id;
+
+        // The AM's node heartbeats at +6 s; the other stays silent from its registration.
+        let answer = rm
+            .node_heartbeat(beat(am_host, 0, &[am.id], Vec::new()), NOW + 6_000)
+            .0;
+        assert_eq!((answer.action, answer.response_id), (NodeAction::Normal, 1));
+        assert!(rm.expire_nodes(NOW + 9_999).is_empty());
+        assert_eq!(node_state(&rm, other), Some(NodeState::Running));
+
+        // A whole interval of silence: LOST, out of the cluster, its container lost (-100).
+        rm.expire_nodes(NOW + 10_000);
+        assert_eq!(node_state(&rm, other), Some(NodeState::Lost));
+        assert_eq!(node_state(&rm, am_host), Some(NodeState::Running));
+        assert!(
+            rm.node_reports().iter().all(|n| n.host != other),
+            "no longer a live node"
+        );
+        let heard = allocate_on(&mut rm, am.id.attempt, 1, "");
+        assert_eq!(heard.num_cluster_nodes, 1);
+        assert_eq!(heard.completed.len(), 1);
+        assert_eq!(heard.completed[0].container_id, executor);
+        assert_eq!(heard.completed[0].exit_status, exit_status::ABORTED);
+        assert_eq!(heard.completed[0].diagnostics, LOST_CONTAINER);
+        assert!(heard
+            .updated_nodes
+            .iter()
+            .any(|n| n.host == other && n.state == NodeState::Lost));
+
+        // It comes back: told to resync, it registers as a new node, and the container it
+        // still runs is not the RM's any more.
+        let answer = rm
+            .node_heartbeat(beat(other, 3, &[executor], Vec::new()), NOW + 12_000)
+            .0;
+        assert_eq!(answer.action, NodeAction::Resync);
+        assert_eq!(answer.diagnostics, format!("Node not found resyncing {other}"));
+        let mut back = node(other, 8192);
+        back.running = vec![executor];
+        let (answer, fx) = rm.register_node(back, NOW + 12_000);
+        assert!(answer.unwrap().lost.is_empty());
+        assert_eq!(stops(&fx), vec![(executor, StopRequester::ResourceManager)]);
+        assert_eq!(node_state(&rm, other), Some(NodeState::Running));
+        assert_eq!(rm.node_reports().len(), 2);
+        let answer = rm.node_heartbeat(beat(other, 0, &[], Vec::new()), NOW + 15_000).0;
+        assert_eq!((answer.action, answer.response_id), (NodeAction::Normal, 1));
+
+        // Now the AM's node goes silent (last heard at +6 s): the attempt fails, lost with
+        // its node, which does not count; the next attempt goes to the node left.
+        let fx = rm.expire_nodes(NOW + 16_000);
+        assert_eq!(node_state(&rm, am_host), Some(NodeState::Lost));
+        let next = launches(&fx);
+        assert_eq!(next.len(), 1);
+        assert_eq!((next[0].id.attempt.attempt, next[0].node.as_str()), (2, other));
+        assert_eq!(state(&rm, app), YarnApplicationState::Accepted);
+        let first = &rm.apps[&app].attempts[0];
+        assert_eq!(first.am_exit_status, Some(exit_status::ABORTED));
+        assert!(!first.counts_as_failure());
+        assert!(rm.report(&app).unwrap().1.diagnostics.contains(LOST_CONTAINER));
+    }
+
+    #[test]
+    fn a_heartbeat_takes_completions_names_strays_answers_a_repeat_and_resyncs_out_of_step() {
+        let mut rm = ResourceManagerCore::new(1, &config());
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (app, fx) = submit(&mut rm, "default", 1024);
+        let am = launches(&fx).remove(0);
+        let stray = ContainerId { id: 99, ..am.id };
+        let first = rm
+            .node_heartbeat(beat("host1", 0, &[am.id, stray], Vec::new()), NOW)
+            .0;
+        assert_eq!((first.action, first.response_id), (NodeAction::Normal, 1));
+        assert_eq!(
+            first.containers_to_cleanup,
+            vec![ContainerCleanup {
+                container_id: stray,
+                requester: StopRequester::ResourceManager
+            }]
+        );
+        // The answer was lost and the node sends the same heartbeat: the same answer.
+        assert_eq!(
+            rm.node_heartbeat(beat("host1", 0, &[am.id], Vec::new()), NOW).0,
+            first
+        );
+        let behind = rm.node_heartbeat(beat("host1", 5, &[], Vec::new()), NOW).0;
+        assert_eq!(behind.action, NodeAction::Resync);
+        assert_eq!(
+            behind.diagnostics,
+            "Too far behind rm response id:1 nm response id:5"
+        );
+        // A completion riding on a heartbeat is taken: the AM exited 1, a second attempt.
+        let status = ContainerStatus {
+            container_id: am.id,
+            state: ContainerState::Complete,
+            exit_status: 1,
+            diagnostics: "exit 1".into(),
+        };
+        let (answer, fx) = rm.node_heartbeat(beat("host1", 1, &[], vec![status]), NOW);
+        assert_eq!((answer.action, answer.response_id), (NodeAction::Normal, 2));
+        assert_eq!(launches(&fx)[0].id.attempt.attempt, 2);
+        assert_eq!(state(&rm, app), YarnApplicationState::Accepted);
+        // A node the RM never heard of is asked to register.
+        let unknown = rm.node_heartbeat(beat("host9", 0, &[], Vec::new()), NOW).0;
+        assert_eq!(
+            (unknown.action, unknown.diagnostics.as_str()),
+            (NodeAction::Resync, "Node not found resyncing host9")
+        );
+        // A decommissioned node is told to shut down, and is not expired.
+        let mut rm = expiring(10_000);
+        rm.register_node(node("host2", 8192), NOW).0.unwrap();
+        let refresh = RefreshNodes {
+            decommission: vec!["host2".into()],
+            recommission: Vec::new(),
+            graceful_timeout: Some(Duration::from_secs(5)),
+        };
+        rm.refresh_nodes(&refresh, NOW).0.unwrap();
+        assert_eq!(node_state(&rm, "host2"), Some(NodeState::Decommissioned));
+        let answer = rm.node_heartbeat(beat("host2", 0, &[], Vec::new()), NOW).0;
+        assert_eq!(
+            (answer.action, answer.diagnostics.as_str()),
+            (
+                NodeAction::Shutdown,
+                "Disallowed NodeManager nodeId: host2 hostname: host2"
+            )
+        );
+        rm.expire_nodes(NOW + 60_000);
+        assert_eq!(node_state(&rm, "host2"), Some(NodeState::Decommissioned));
+    }
+
+    #[test]
+    fn a_node_of_another_protocol_version_or_cluster_is_refused_naming_both() {
+        let mut rm = ResourceManagerCore::new(1, &config());
+        let mut old = node("host1", 8192);
+        old.version = NODE_PROTOCOL_VERSION + 1;
+        let refused = rm.register_node(old, NOW).0.unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            format!(
+                "Disallowed NodeManager from host1: its protocol version {} is not the ResourceManager's {NODE_PROTOCOL_VERSION}, sending SHUTDOWN signal to the NodeManager.",
+                NODE_PROTOCOL_VERSION + 1
+            )
+        );
+        let mut elsewhere = node("host1", 8192);
+        elsewhere.cluster_id = "prod".into();
+        let refused = rm.register_node(elsewhere, NOW).0.unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            "Disallowed NodeManager from host1: it joins cluster 'prod' (yarn.resourcemanager.cluster-id) but this ResourceManager runs cluster 'sparkyard', sending SHUTDOWN signal to the NodeManager."
+        );
+        assert!(!refused.contains('\n'));
+        assert!(rm.all_node_reports().is_empty(), "neither joined");
+        // Refused nodes are not known: a heartbeat is answered RESYNC, never NORMAL.
+        let answer = rm.node_heartbeat(beat("host1", 0, &[], Vec::new()), NOW).0;
+        assert_eq!(answer.action, NodeAction::Resync);
+    }
+
+    #[test]
+    fn a_restarted_rm_gives_every_node_a_whole_interval_and_a_silent_decommissioning_node_is_lost() {
+        let mut rm = expiring(10_000);
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        rm.register_node(node("host2", 8192), NOW).0.unwrap();
+        let (_, fx) = submit(&mut rm, "default", 1024);
+        let am = launches(&fx).remove(0);
+        rm.recover(NOW + 9_000, true);
+        assert!(rm.expire_nodes(NOW + 10_000).is_empty());
+        assert_eq!(rm.node_reports().len(), 2);
+        // The AM's node is draining when it goes silent: it is lost, not decommissioned.
+        let refresh = RefreshNodes {
+            decommission: vec![am.node.clone()],
+            recommission: Vec::new(),
+            graceful_timeout: Some(Duration::from_secs(3600)),
+        };
+        rm.refresh_nodes(&refresh, NOW + 9_000).0.unwrap();
+        assert_eq!(node_state(&rm, &am.node), Some(NodeState::Decommissioning));
+        let other = if am.node == "host1" { "host2" } else { "host1" };
+        rm.node_heartbeat(beat(other, 0, &[], Vec::new()), NOW + 18_000);
+        let fx = rm.expire_nodes(NOW + 19_000);
+        assert_eq!(node_state(&rm, &am.node), Some(NodeState::Lost));
+        assert_eq!(node_state(&rm, other), Some(NodeState::Running));
+        assert_eq!(launches(&fx)[0].node, other, "the next attempt goes elsewhere");
+        // It may register again (it is not excluded any more).
+        rm.register_node(node(&am.node, 8192), NOW + 20_000).0.unwrap();
+        assert_eq!(node_state(&rm, &am.node), Some(NodeState::Running));
     }
 }

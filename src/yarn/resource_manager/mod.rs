@@ -26,6 +26,16 @@
 //! diagnostics, and start as attempts end. At most `max-completed-applications` finished
 //! applications are kept; older ones are forgotten, oldest first.
 //!
+//! Nodes heartbeat ([`crate::yarn::protocol::NodeHeartbeat`]) and the RM answers each with a
+//! node action: NORMAL (with the containers the node should clean up), RESYNC for a node it
+//! does not know or expired, or whose response id is out of step, SHUTDOWN for a
+//! decommissioned one. Its liveness monitor, every third of
+//! `yarn.nm.liveness-monitor.expiry-interval-ms`, expires a node silent for the whole
+//! interval: LOST, out of the scheduler, its containers completed as lost (-100), running
+//! AMs told in their next Allocate. A registration of another protocol version
+//! ([`crate::yarn::protocol::NODE_PROTOCOL_VERSION`]) or cluster
+//! (`yarn.resourcemanager.cluster-id`) is refused with one line naming both values.
+//!
 //! Restarts: its applications, attempts and nodes are kept by its supervisor
 //! ([`ResourceManagerCore`]), so a restarted RM still knows them; what was queued in its mailbox is lost
 //! with it, and the peers make up for it. Report waiters are dropped (clients ask again).
