@@ -99,6 +99,7 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
         let node_root = ActorPath::root(NODE_ROOT).map_err(|e| e.to_string())?;
         cluster.route_to(node_root, &rm_addr)?;
         reach_rm(&cluster, &rm_addr, max_wait, retry).await?;
+        let (refused_tx, mut refused_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let launchers = match mode {
             ContainerMode::InProcess => super::roles::launchers(),
             ContainerMode::Process => {
@@ -118,6 +119,7 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
                 &rm_path(),
                 &launchers,
                 &supervision,
+                Some(refused_hook(refused_tx)),
             ),
         );
         let ended = cluster.root_ended(&root);
@@ -125,6 +127,7 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
         tokio::select! {
             registered = registered(&cluster, &spec.host) => registered?,
             reason = &mut ended => return Ok(gave_up(&cluster, reason).await),
+            line = refused_rx.recv() => return Ok(refused(&cluster, line).await),
         }
         {
             let mut out = std::io::stdout().lock();
@@ -142,11 +145,28 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
         tokio::select! {
             _ = signals.wait() => {}
             reason = &mut ended => return Ok(gave_up(&cluster, reason).await),
+            line = refused_rx.recv() => return Ok(refused(&cluster, line).await),
         }
         tracing::info!("Stopping the NodeManager: containers first");
         cluster.shutdown(Duration::from_secs(30)).await;
         Ok(0)
     })
+}
+
+/// The NodeManager's shutdown hook: the ResourceManager refused it (another version or
+/// cluster) or shut it down (decommissioned); the process exits with that line.
+fn refused_hook(tx: tokio::sync::mpsc::UnboundedSender<String>) -> crate::yarn::node_manager::ShutdownHook {
+    std::sync::Arc::new(move |line: &str| {
+        let _ = tx.send(line.to_string());
+    })
+}
+
+/// Stops the process after the ResourceManager refused or shut down its NodeManager.
+async fn refused(cluster: &Cluster, line: Option<String>) -> i32 {
+    let line = line.unwrap_or_else(|| "the ResourceManager shut this NodeManager down".into());
+    cluster.shutdown(Duration::from_secs(30)).await;
+    super::fail("sparkyard nodemanager", &line);
+    super::EXIT_BAD_INPUT
 }
 
 /// Asks the ResourceManager until it answers, pausing a tenth of `retry` and doubling up to

@@ -69,7 +69,7 @@ pub fn start_node(
     for node in nodes {
         let (n, rm, launchers, nm_config) = (node.clone(), rm.clone(), launchers.clone(), nm_config.clone());
         let nm = ChildSpec::supervisor(&format!("nm-{}", node.host), move || {
-            node_manager_spec(&n, &nm_config, &rm, &launchers, &supervision)
+            node_manager_spec(&n, &nm_config, &rm, &launchers, &supervision, None)
         })
         .ids(LogIds::default().node(&node.host));
         spec = spec.child(nm);
@@ -97,6 +97,7 @@ pub fn node_manager_spec(
     rm: &ActorPath,
     launchers: &LauncherRegistry,
     supervision: &crate::runtime::Supervision,
+    on_shutdown: Option<super::node_manager::ShutdownHook>,
 ) -> SupervisorSpec {
     let (n, rm, launchers, nm_config) = (
         Arc::new(node.clone()),
@@ -108,14 +109,18 @@ pub fn node_manager_spec(
     SupervisorSpec::new(Strategy::OneForOne)
         .supervision(supervision)
         .child(ChildSpec::worker("node-manager", move |_, me| {
-            NodeManager::new(
+            let nm = NodeManager::new(
                 me,
                 (*n).clone(),
                 nm_config.clone(),
                 rm.clone(),
                 state.clone(),
                 launchers.clone(),
-            )
+            );
+            match &on_shutdown {
+                Some(hook) => nm.on_shutdown(hook.clone()),
+                None => nm,
+            }
         }))
 }
 

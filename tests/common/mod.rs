@@ -2,6 +2,7 @@
 //! told to crash in every way, a journal of lifecycle events, and a bounded `eventually`.
 #![allow(dead_code)]
 
+pub mod apps;
 pub mod inproc;
 pub mod process;
 pub mod suite;

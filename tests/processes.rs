@@ -1,0 +1,408 @@
+//! Containers as processes and NodeManagers apart: a `sparkyard resourcemanager` and three
+//! `sparkyard nodemanager` processes bound to 127.0.0.1, 127.0.0.2 and 127.0.0.3 (three hosts
+//! on one machine), whose containers are OS processes. The applications run in both deploy
+//! modes with the results the embedded cluster gives; `kill -9` (through `sparkyard chaos
+//! signal`) of an executor's process, of the AM's process and of a NodeManager's process each
+//! heal; a container over its memory is killed with -104.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use common::apps::{check_word_count, word_file};
+use common::process::{app_id_in, config_dir, lines, wait_exit, wait_for, BIN};
+use serde_json::Value as Json;
+
+/// A ResourceManager process and its NodeManager processes, killed when dropped.
+struct Yarn {
+    rm: Child,
+    nms: Vec<Child>,
+    /// The RM's client port.
+    addr: String,
+    /// The RM's actor endpoint, where NodeManagers join.
+    tracker: String,
+    logs: tempfile::TempDir,
+    /// Settings every NodeManager and submission also gets.
+    conf: Vec<String>,
+}
+
+impl Drop for Yarn {
+    fn drop(&mut self) {
+        for nm in &mut self.nms {
+            let _ = nm.kill();
+            let _ = nm.wait();
+        }
+        let _ = self.rm.kill();
+        let _ = self.rm.wait();
+    }
+}
+
+/// The `--conf` arguments of `pairs`.
+fn confs(pairs: &[String]) -> Vec<String> {
+    pairs
+        .iter()
+        .flat_map(|p| ["--conf".to_string(), p.clone()])
+        .collect()
+}
+
+impl Yarn {
+    /// The RM and `hosts` NodeManagers (host1 on 127.0.0.1, host2 on 127.0.0.2, …), each
+    /// with `conf` too.
+    fn start(hosts: usize, conf: &[&str]) -> Yarn {
+        let logs = tempfile::tempdir().unwrap();
+        let conf: Vec<String> = conf.iter().map(|s| s.to_string()).collect();
+        let mut rm = Command::new(BIN)
+            .args(["resourcemanager", "--config-dir", &config_dir()])
+            .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"])
+            .args([
+                "--conf",
+                "yarn.resourcemanager.resource-tracker.address=127.0.0.1:0",
+            ])
+            .args(confs(&conf))
+            .args(["--log-dir", logs.path().to_str().unwrap()])
+            .env_remove("RUST_LOG")
+            .env("RUST_BACKTRACE", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = lines(rm.stdout.take().unwrap());
+        let ready = wait_for(&out, "ResourceManager listening on", &mut Vec::new());
+        let addrs: Vec<&str> = ready
+            .split_whitespace()
+            .filter(|w| w.starts_with("127.0.0.1:"))
+            .map(|w| w.trim_end_matches([';', ',']))
+            .collect();
+        let (addr, tracker) = (addrs[0].to_string(), addrs[1].to_string());
+        let mut yarn = Yarn {
+            rm,
+            nms: Vec::new(),
+            addr,
+            tracker,
+            logs,
+            conf,
+        };
+        for i in 1..=hosts {
+            yarn.start_nm(i);
+        }
+        yarn
+    }
+
+    /// Starts the NodeManager of host `i` and waits until it registered.
+    fn start_nm(&mut self, i: usize) {
+        let mut nm = Command::new(BIN)
+            .args(["nodemanager", "--config-dir", &config_dir()])
+            .args(["--rm", &self.tracker, "--hostname", &format!("host{i}")])
+            .args(["--bind", &format!("127.0.0.{i}"), "--rack", "/rack1"])
+            .args(["--vcores", "4", "--memory-mb", "8192"])
+            .args(confs(&self.conf))
+            .args(["--log-dir", self.logs.path().to_str().unwrap()])
+            .env_remove("RUST_LOG")
+            .env("RUST_BACKTRACE", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = lines(nm.stdout.take().unwrap());
+        wait_for(&out, "registered with the ResourceManager", &mut Vec::new());
+        self.nms.push(nm);
+    }
+
+    /// `sparkyard submit --master yarn` against this cluster.
+    fn submit(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["submit", "--config-dir", &config_dir(), "--master", "yarn"])
+            .args(["--conf", &format!("yarn.resourcemanager.address={}", self.addr)])
+            .args(["--conf", "spark.yarn.report.interval=100ms"])
+            .args(confs(&self.conf))
+            .args(["--log-dir", self.logs.path().to_str().unwrap()])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env("RUST_BACKTRACE", "0");
+        cmd
+    }
+
+    /// A control command (`actors`, `chaos`) against this cluster.
+    fn control(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .args(["--config-dir", &config_dir()])
+            .args(["--conf", &format!("yarn.resourcemanager.address={}", self.addr)])
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    }
+
+    /// The application's actors, in every process.
+    fn actors(&self, app: &str) -> Vec<Json> {
+        let o = self.control(&["actors", "--json", "--app", app]);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The application's records (`sparkyard logs --app`), as text.
+    fn app_logs(&self, app: &str) -> String {
+        let o = Command::new(BIN)
+            .args([
+                "logs",
+                "--log-dir",
+                self.logs.path().to_str().unwrap(),
+                "--app",
+                app,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
+
+/// The run's stdout, after checking it exited 0.
+fn ok(out: Output) -> String {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    stdout.into_owned()
+}
+
+/// SparkPi's line on the embedded cluster (in process): the estimate a run gives.
+fn embedded_pi(slices: &str) -> String {
+    let logs = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["submit", "--config-dir", &config_dir(), "--log-dir"])
+        .arg(logs.path())
+        .args(["--class", "org.apache.spark.examples.SparkPi", "x.jar", slices])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    pi_line(&ok(out))
+}
+
+fn pi_line(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("Pi is roughly "))
+        .unwrap_or_else(|| panic!("no Pi line in:\n{stdout}"))
+        .to_string()
+}
+
+/// Polls `check` (at most 30 s) until it answers something.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A cluster-mode SleepTasks long enough to be hit while it runs: the submit process, its
+/// stderr lines and the application id.
+fn long_app(yarn: &Yarn, extra: &[&str]) -> (Child, Receiver<String>, String) {
+    let mut args = vec!["--deploy-mode", "cluster", "--conf", "spark.executor.instances=2"];
+    args.extend_from_slice(extra);
+    args.extend([
+        "--class",
+        "sparkyard.examples.SleepTasks",
+        "x.jar",
+        "--tasks",
+        "200",
+        "--ms",
+        "40",
+    ]);
+    let mut child = yarn
+        .submit(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines(child.stderr.take().unwrap());
+    let line = wait_for(&err, "(state: RUNNING)", &mut Vec::new());
+    (child, err, app_id_in(&line))
+}
+
+/// Waits (at most 60 s) for a process to exit.
+fn wait_long(child: &mut Child) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit in time");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The host of the first running actor of `app` whose path ends with `suffix`.
+fn host_of(yarn: &Yarn, app: &str, suffix: &str) -> String {
+    eventually(suffix, || {
+        yarn.actors(app).into_iter().find_map(|a| {
+            let path = a["path"].as_str()?.to_string();
+            path.ends_with(suffix)
+                .then(|| path.split('/').nth(2)?.strip_prefix("nm-").map(str::to_string))
+                .flatten()
+        })
+    })
+}
+
+#[test]
+fn three_nodemanager_processes_run_the_applications_in_both_modes_with_the_embedded_results() {
+    let want_pi = embedded_pi("10");
+    let yarn = Yarn::start(3, &[]);
+    let pi = ["--class", "org.apache.spark.examples.SparkPi", "x.jar", "10"];
+    for mode in ["cluster", "client"] {
+        let out = ok(yarn
+            .submit(&[&["--deploy-mode", mode][..], &pi[..]].concat())
+            .output()
+            .unwrap());
+        assert_eq!(pi_line(&out), want_pi, "SparkPi in {mode} mode");
+    }
+    let (_dir, path, want) = word_file();
+    let wc = [
+        "--class",
+        "org.apache.spark.examples.JavaWordCount",
+        "x.jar",
+        &path,
+    ];
+    for mode in ["cluster", "client"] {
+        let out = ok(yarn
+            .submit(&[&["--deploy-mode", mode][..], &wc[..]].concat())
+            .output()
+            .unwrap());
+        check_word_count(&out, &want);
+    }
+    // Every container was a process of its own, with its output in the NodeManager's log
+    // directory as YARN keeps it.
+    let stdouts = std::fs::read_dir(yarn.logs.path().join("apps"))
+        .unwrap()
+        .flat_map(|app| std::fs::read_dir(app.unwrap().path()).unwrap())
+        .filter(|c| c.as_ref().unwrap().path().join("stdout").is_file())
+        .count();
+    assert!(
+        stdouts >= 4 * 3,
+        "{stdouts} container stdout files for four applications"
+    );
+}
+
+#[test]
+fn kill_9_of_an_executor_process_and_of_the_am_process_heal() {
+    let yarn = Yarn::start(3, &[]);
+
+    // An executor's process, killed mid-job: its tasks run again elsewhere.
+    let (mut running, _err, app) = long_app(&yarn, &[]);
+    eventually("an executor", || {
+        yarn.actors(&app)
+            .iter()
+            .any(|a| a["path"].as_str().is_some_and(|p| p.ends_with("/executor-1")))
+            .then_some(())
+    });
+    let o = yarn.control(&["chaos", "signal", "KILL", "--executor", "1", "--app", &app]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(said.starts_with("sent SIGKILL to container_"), "{said}");
+    assert_eq!(wait_long(&mut running), 0, "the job heals");
+    let records = eventually("the lost executor in the records", || {
+        let r = yarn.app_logs(&app);
+        r.contains("exited with  exitCode: 137").then_some(r)
+    });
+    assert!(records.contains("Lost executor 1"), "{records}");
+
+    // The AM's process, killed: the attempt fails and the next one runs the application.
+    let (mut running, err, app) = long_app(&yarn, &[]);
+    let am_host = host_of(&yarn, &app, "/am/application-master");
+    assert!(am_host.starts_with("host"), "{am_host}");
+    let o = yarn.control(&["chaos", "signal", "KILL", "--container", "container_*_01_000001"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(wait_long(&mut running), 0, "the second attempt succeeds");
+    let mut seen = Vec::new();
+    let report = wait_for(&err, "Final report for", &mut seen);
+    assert!(
+        report.contains("state FINISHED, final status SUCCEEDED"),
+        "{report}"
+    );
+    assert!(
+        report.contains("attempt appattempt_") && report.contains("_000002"),
+        "{report}"
+    );
+}
+
+#[test]
+fn kill_9_of_a_nodemanager_process_loses_its_node_and_the_job_heals() {
+    let yarn = Yarn::start(3, &["yarn.nm.liveness-monitor.expiry-interval-ms=1500"]);
+    let (mut running, _err, app) = long_app(&yarn, &[]);
+    let am_host = host_of(&yarn, &app, "/am/application-master");
+    let victim = eventually("an executor on a host without the AM", || {
+        yarn.actors(&app).into_iter().find_map(|a| {
+            let path = a["path"].as_str()?.to_string();
+            let host = path.split('/').nth(2)?.strip_prefix("nm-")?.to_string();
+            (path.contains("/executor-") && host != am_host).then_some(host)
+        })
+    });
+    let o = yarn.control(&["chaos", "signal", "KILL", "--host", &victim]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(&format!("sent SIGKILL to NodeManager {victim}")));
+    assert_eq!(wait_long(&mut running), 0, "the job heals");
+    let nodes = yarn.control(&["rmadmin", "nodes"]);
+    let nodes = String::from_utf8_lossy(&nodes.stdout);
+    assert!(
+        nodes.lines().any(|l| l.contains(&victim) && l.contains("LOST")),
+        "{nodes}"
+    );
+    let records = yarn.app_logs(&app);
+    assert!(records.contains("lost* node"), "{records}");
+}
+
+#[test]
+fn a_container_beyond_its_memory_is_killed_with_minus_104() {
+    // An executor container of 2 MB: its process is over it at the first check.
+    let yarn = Yarn::start(
+        1,
+        &[
+            "yarn.scheduler.minimum-allocation-mb=1",
+            "yarn.nodemanager.container-monitor.interval-ms=100",
+        ],
+    );
+    let out = yarn
+        .submit(&[
+            "--deploy-mode",
+            "cluster",
+            "--conf",
+            "spark.executor.memory=1m",
+            "--conf",
+            "spark.executor.memoryOverhead=1m",
+            "--conf",
+            "spark.yarn.max.executor.failures=2",
+            "--class",
+            "org.apache.spark.examples.SparkPi",
+            "x.jar",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let app = app_id_in(
+        stderr
+            .lines()
+            .find(|l| l.contains("application_"))
+            .expect("an application id"),
+    );
+    let records = eventually("the memory kill in the records", || {
+        let r = yarn.app_logs(&app);
+        r.contains("beyond the 'PHYSICAL' memory limit").then_some(r)
+    });
+    assert!(records.contains("-104"), "{records}");
+    assert!(
+        records.contains("Container killed by YARN for exceeding physical memory limits"),
+        "{records}"
+    );
+}
