@@ -12,7 +12,8 @@
 //! pid in the node's [`ContainerProcesses`] table (for fault injection) and awaits the exit
 //! on the actor's own runtime (tokio reaps it on SIGCHLD; nothing blocks). The process's
 //! end is the incarnation's: `Exit { code: <YARN exit status>, message }`. Every
-//! `yarn.nodemanager.container-monitor.interval-ms` it checks the process tree's memory;
+//! `yarn.nodemanager.container-monitor.interval-ms` it checks the process tree's memory
+//! (read from `/proc` on tokio's blocking pool);
 //! beyond the allocation (with `yarn.nodemanager.pmem-check-enabled`) the process is
 //! stopped and the incarnation ends with exit status -104 and the monitor's diagnostics.
 //!
@@ -34,7 +35,9 @@ use super::container_executor::{
     exit_diagnostics, launch, signal_group, yarn_exit_status, ContainerExecutorConf, ContainerProcessSpec,
     ProcessSignal,
 };
-use super::container_monitor::{check_memory, page_size, read_tree, MemoryKill, MemoryLimits, ProcessTree};
+use super::container_monitor::{
+    check_memory, page_size, read_tree, MemoryKill, MemoryLimits, ProcInfo, ProcessTree,
+};
 use crate::runtime::timers::{run_later, run_with_fixed_delay};
 use crate::runtime::{ChildSpec, ExitReason, Me, Restart, Shutdown};
 use crate::yarn::records::ContainerId;
@@ -163,6 +166,8 @@ pub struct ContainerProcess {
     guard: Option<ProcessGuard>,
     /// The monitor's memory of the process tree between checks.
     tree: ProcessTree,
+    /// Whether a read of the process tree is on its way.
+    checking: bool,
     /// Set once SIGTERM went to the group.
     stopping: Option<StopCause>,
     /// The monitor's verdict, once it killed the process.
@@ -183,6 +188,7 @@ impl ContainerProcess {
             processes,
             guard: None,
             tree: ProcessTree::default(),
+            checking: false,
             stopping: None,
             memory_kill: None,
         }
@@ -233,15 +239,41 @@ impl ContainerProcess {
         });
     }
 
-    /// One check of the container monitor.
+    /// One check of the container monitor: the process tree is read from `/proc` on
+    /// tokio's blocking pool (a scan of every process, milliseconds), then judged here.
     fn check_memory(&mut self, ctx: &mut Context<Self>) {
         let Some(pid) = self.running_pid() else {
             return;
         };
-        if self.stopping.is_some() {
+        if self.stopping.is_some() || self.checking {
             return;
         }
-        let snapshot = self.tree.update(read_tree(pid), page_size());
+        self.checking = true;
+        ctx.spawn(
+            async move { tokio::task::spawn_blocking(move || read_tree(pid)).await }
+                .into_actor(self)
+                .map(move |tree, act: &mut Self, ctx| {
+                    act.checking = false;
+                    match tree {
+                        Ok(tree) => act.judge_memory(pid, tree, ctx),
+                        Err(e) => tracing::warn!(
+                            container_id = %act.spec.container_id,
+                            pid,
+                            "Cannot read the process tree of container {}: {e}",
+                            act.spec.container_id
+                        ),
+                    }
+                }),
+        );
+    }
+
+    /// The container monitor's decision on the tree of process `pid` just read.
+    fn judge_memory(&mut self, pid: u32, tree: Vec<ProcInfo>, ctx: &mut Context<Self>) {
+        // The process may have been reaped or stopped while its tree was read.
+        if self.running_pid() != Some(pid) || self.stopping.is_some() {
+            return;
+        }
+        let snapshot = self.tree.update(tree, page_size());
         let limits = MemoryLimits {
             pmem: self.spec.memory_limit_bytes,
             vmem: self.conf.vmem_limit(self.spec.memory_limit_bytes),
