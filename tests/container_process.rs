@@ -3,7 +3,8 @@
 //! the significant child) in a cluster on the real clock. Exit statuses pass through, a stop
 //! sends SIGTERM then SIGKILL to the process group, output lands in the log directory, a
 //! program that cannot start ends with the launch diagnostics, the container monitor kills a
-//! process tree beyond its memory with -104, and no process outlives its actor.
+//! process tree beyond its memory with -104, what a process group leaves behind is
+//! terminated then killed, and no process outlives its actor.
 
 mod common;
 
@@ -127,6 +128,14 @@ fn records(cluster: &Cluster, event: &str, n: u64) -> Vec<Value> {
         .collect()
 }
 
+/// The signals a stop sent to container `n` (not the cleanup of what its group left).
+fn stop_signals(cluster: &Cluster, n: u64) -> Vec<Value> {
+    records(cluster, "container_process_signalled", n)
+        .into_iter()
+        .filter(|r| r["cause"] != "cleanup")
+        .collect()
+}
+
 const BOUND: Duration = Duration::from_secs(10);
 
 #[actix_rt::test]
@@ -218,11 +227,14 @@ async fn a_stop_sends_term_and_a_process_that_exits_on_it_ends_143() {
         exit(&reason),
         (143, "Container killed on request. Exit code is 143")
     );
-    let signals: Vec<Value> = records(&cluster, "container_process_signalled", 3);
+    let signals: Vec<Value> = stop_signals(&cluster, 3);
     assert_eq!(signals.len(), 1, "TERM was enough: {signals:?}");
     assert_eq!(signals[0]["signal"], "TERM");
     assert_eq!(signals[0]["pid"].as_u64(), Some(pid as u64));
-    assert!(!group_has_live(pid), "the background sleep went with its group");
+    until("the background sleep went with its group", BOUND, || {
+        !group_has_live(pid)
+    })
+    .await;
 }
 
 #[actix_rt::test]
@@ -240,12 +252,12 @@ async fn a_process_that_ignores_term_is_killed_after_the_delay_137() {
         exit(&reason),
         (137, "Container killed on request. Exit code is 137")
     );
-    let signals: Vec<String> = records(&cluster, "container_process_signalled", 4)
+    let signals: Vec<String> = stop_signals(&cluster, 4)
         .iter()
         .map(|r| r["signal"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(signals, ["TERM", "KILL"]);
-    assert!(!group_has_live(pid), "no process of the group survives");
+    until("no process of the group survives", BOUND, || !group_has_live(pid)).await;
 }
 
 #[actix_rt::test]
@@ -336,7 +348,7 @@ async fn a_process_tree_beyond_its_memory_is_killed_with_minus_104() {
     let exceeded = records(&cluster, "container_memory_exceeded", 7);
     assert_eq!(exceeded.len(), 1);
     assert_eq!(exceeded[0]["exit_status"], -104);
-    assert!(!group_has_live(pid), "no process of the tree survives");
+    until("no process of the tree survives", BOUND, || !group_has_live(pid)).await;
 }
 
 #[actix_rt::test]
@@ -380,9 +392,41 @@ async fn fault_injection_signals_a_container_by_id() {
         exit(&reason),
         (137, "Container killed on request. Exit code is 137")
     );
-    assert!(!group_has_live(pid));
+    until("the process group to die", BOUND, || !group_has_live(pid)).await;
     assert_eq!(
         table.signal(&container(9), "TERM".parse().unwrap()).unwrap_err(),
         format!("container {} has no running process on this node", container(9))
     );
+}
+
+#[actix_rt::test]
+async fn what_the_group_leaves_behind_is_terminated_then_killed() {
+    let cluster = real_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let table = ContainerProcesses::new();
+    let conf = ContainerExecutorConf {
+        sigkill_delay: Duration::from_millis(200),
+        ..ContainerExecutorConf::default()
+    };
+    // The root exits at once; a background child that ignores SIGTERM stays in its group.
+    let spec = shell(
+        dir.path(),
+        10,
+        "(trap '' TERM; exec sleep 30) & echo ready; exit 0",
+    );
+    let running = start(&cluster, spec, conf, &table);
+    assert_eq!(exit(&running.ended(BOUND).await), (0, ""));
+    let pid = records(&cluster, "container_process_started", 10)[0]["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    until("the group's last process to be killed", BOUND, || {
+        !group_has_live(pid)
+    })
+    .await;
+    let cleanup: Vec<String> = records(&cluster, "container_process_signalled", 10)
+        .iter()
+        .filter(|r| r["cause"] == "cleanup")
+        .map(|r| r["signal"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(cleanup, ["TERM", "KILL"]);
 }

@@ -20,7 +20,9 @@
 //! A stop (its supervisor's shutdown, or fault injection's) sends SIGTERM to the process
 //! group and SIGKILL `yarn.nodemanager.sleep-delay-before-sigkill.ms` later if it still
 //! runs; the actor keeps running (`stopping()` answers `Continue`) until the process is
-//! reaped, then ends with the process's status (143 after SIGTERM, 137 after SIGKILL). If the
+//! reaped, then ends with the process's status (143 after SIGTERM, 137 after SIGKILL).
+//! Whatever is left of the group once its root is reaped (however it ended) gets SIGTERM,
+//! then SIGKILL after the delay, as YARN's cleanup of a completed container. If the
 //! actor is dropped with its process still running (an abort, its arbiter stopping, a
 //! shutdown time-out), a guard kills the group with SIGKILL: no container process outlives
 //! its actor.
@@ -36,7 +38,7 @@ use super::container_executor::{
     ProcessSignal,
 };
 use super::container_monitor::{
-    check_memory, page_size, read_tree, MemoryKill, MemoryLimits, ProcInfo, ProcessTree,
+    check_memory, group_has_live, page_size, read_tree, MemoryKill, MemoryLimits, ProcInfo, ProcessTree,
 };
 use crate::runtime::timers::{run_later, run_with_fixed_delay};
 use crate::runtime::{ChildSpec, ExitReason, Me, Restart, Shutdown};
@@ -331,6 +333,7 @@ impl ContainerProcess {
             stopped = self.stopping.is_some(),
             "Container {id}'s process {pid} exited with exit code {code}"
         );
+        self.clean_up_group(pid);
         let me = self.me.clone();
         me.exit(
             ctx,
@@ -339,6 +342,50 @@ impl ContainerProcess {
                 message,
             },
         );
+    }
+
+    /// After the root process is reaped, what is left of its process group (a background
+    /// child, one that ignores SIGTERM) gets SIGTERM, then SIGKILL after the delay, as
+    /// YARN's cleanup of a completed container signals its group. Runs on the cluster's
+    /// arbiter, so it outlives this actor.
+    fn clean_up_group(&self, pgid: u32) {
+        let (clock, delay, id) = (
+            self.me.clock().clone(),
+            self.conf.sigkill_delay,
+            self.spec.container_id,
+        );
+        let live = move || async move {
+            tokio::task::spawn_blocking(move || group_has_live(pgid))
+                .await
+                .unwrap_or(false)
+        };
+        self.me.cluster().spawn_task(async move {
+            if !live().await {
+                return;
+            }
+            tracing::info!(
+                event = "container_process_signalled",
+                container_id = %id,
+                pid = pgid,
+                signal = "TERM",
+                cause = "cleanup",
+                "Container {id}'s process ended but its process group {pgid} still has processes; sending TERM"
+            );
+            let _ = signal_group(pgid, ProcessSignal::Term);
+            clock.sleep(delay).await;
+            if live().await {
+                let _ = signal_group(pgid, ProcessSignal::Kill);
+                tracing::info!(
+                    event = "container_process_signalled",
+                    container_id = %id,
+                    pid = pgid,
+                    signal = "KILL",
+                    cause = "cleanup",
+                    "Container {id}'s process group {pgid} still has processes {} after TERM; sending KILL",
+                    humantime::format_duration(delay)
+                );
+            }
+        });
     }
 }
 
