@@ -78,6 +78,59 @@ pub struct ContainerProcessSpec {
     pub memory_limit_bytes: u64,
 }
 
+/// YARN's placeholder for the container's log directory in a launch command and its
+/// environment (ApplicationConstants.LOG_DIR_EXPANSION_VAR).
+pub const LOG_DIR_EXPANSION_VAR: &str = "<LOG_DIR>";
+
+/// A container's working directory under a NodeManager local directory, as YARN lays it
+/// out: `<local dir>/usercache/<user>/appcache/<application>/<container>`.
+pub fn container_work_dir(local_dir: &Path, user: &str, container_id: &ContainerId) -> PathBuf {
+    local_dir
+        .join("usercache")
+        .join(user)
+        .join("appcache")
+        .join(container_id.attempt.app.to_string())
+        .join(container_id.to_string())
+}
+
+/// A container's log directory under a NodeManager log directory, as YARN lays it out:
+/// `<log dir>/<application>/<container>`.
+pub fn container_log_dir(log_root: &Path, container_id: &ContainerId) -> PathBuf {
+    log_root
+        .join(container_id.attempt.app.to_string())
+        .join(container_id.to_string())
+}
+
+impl ContainerProcessSpec {
+    /// The process of a launch context: `program` runs with the command's arguments (its
+    /// first word, the program's name, left out) and the context's environment, `<LOG_DIR>`
+    /// expanded in both to `log_dir`, as the NodeManager's ContainerLaunch does.
+    pub fn from_launch_context(
+        container_id: ContainerId,
+        memory_mb: u64,
+        context: &crate::yarn::records::ContainerLaunchContext,
+        program: PathBuf,
+        work_dir: PathBuf,
+        log_dir: PathBuf,
+    ) -> ContainerProcessSpec {
+        let logs = log_dir.display().to_string();
+        let expand = |s: &str| s.replace(LOG_DIR_EXPANSION_VAR, &logs);
+        ContainerProcessSpec {
+            container_id,
+            program,
+            args: context.command.iter().skip(1).map(|a| expand(a)).collect(),
+            env: context
+                .environment
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v)))
+                .collect(),
+            work_dir,
+            log_dir,
+            memory_limit_bytes: memory_mb.saturating_mul(1 << 20),
+        }
+    }
+}
+
 /// The NodeManager's settings for container processes (yarn-site keys).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContainerExecutorConf {
@@ -405,6 +458,51 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(names.len(), unique.len(), "each variable once: {names:?}");
+    }
+
+    #[test]
+    fn a_launch_context_becomes_a_process_in_yarns_directories() {
+        let id = container();
+        let work = container_work_dir(Path::new("/nm/local"), "alice", &id);
+        assert_eq!(
+            work,
+            Path::new("/nm/local/usercache/alice/appcache/application_1_0001/container_1_0001_01_000002")
+        );
+        let logs = container_log_dir(Path::new("/nm/logs"), &id);
+        assert_eq!(
+            logs,
+            Path::new("/nm/logs/application_1_0001/container_1_0001_01_000002")
+        );
+        let context = crate::yarn::records::ContainerLaunchContext {
+            command: vec!["sparkyard".into(), "executor".into(), "--log=<LOG_DIR>/x".into()],
+            environment: [("SPARK_LOG".to_string(), "<LOG_DIR>".to_string())].into(),
+            local_resources: Default::default(),
+        };
+        let spec = ContainerProcessSpec::from_launch_context(
+            id,
+            1024,
+            &context,
+            "/bin/sparkyard".into(),
+            work.clone(),
+            logs.clone(),
+        );
+        assert_eq!(spec.program, Path::new("/bin/sparkyard"));
+        assert_eq!(
+            spec.args,
+            vec![
+                "executor".to_string(),
+                "--log=/nm/logs/application_1_0001/container_1_0001_01_000002/x".to_string()
+            ]
+        );
+        assert_eq!(
+            spec.env,
+            vec![(
+                "SPARK_LOG".to_string(),
+                "/nm/logs/application_1_0001/container_1_0001_01_000002".to_string()
+            )]
+        );
+        assert_eq!((spec.work_dir, spec.log_dir), (work, logs));
+        assert_eq!(spec.memory_limit_bytes, 1 << 30);
     }
 
     #[test]

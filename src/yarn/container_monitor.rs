@@ -64,23 +64,32 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
     })
 }
 
-/// The process `pid` now, `None` if it is gone.
-pub fn read_process(pid: u32) -> Option<ProcInfo> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut info = parse_stat(&stat)?;
-    if let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) {
-        info.cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-    }
-    Some(info)
+/// The process `pid` now, without its command line; `None` if it is gone.
+fn read_stat(pid: u32) -> Option<ProcInfo> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
-/// Every process of the machine now (those that end while being read are left out).
+/// Fills in the command line of `info` (left empty if it cannot be read).
+fn with_cmdline(mut info: ProcInfo) -> ProcInfo {
+    if let Ok(raw) = fs::read(format!("/proc/{}/cmdline", info.pid)) {
+        info.cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+    }
+    info
+}
+
+/// The process `pid` now, `None` if it is gone.
+pub fn read_process(pid: u32) -> Option<ProcInfo> {
+    read_stat(pid).map(with_cmdline)
+}
+
+/// Every process of the machine now, without command lines (those that end while being
+/// read are left out).
 pub fn all_processes() -> Vec<ProcInfo> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(read_process)
+        .filter_map(read_stat)
         .collect()
 }
 
@@ -106,9 +115,12 @@ pub fn tree_of(root: u32, all: &[ProcInfo]) -> Vec<ProcInfo> {
     all.iter().filter(|p| members.contains(&p.pid)).cloned().collect()
 }
 
-/// The container's process tree read from `/proc` now.
+/// The container's process tree read from `/proc` now, with command lines.
 pub fn read_tree(root: u32) -> Vec<ProcInfo> {
     tree_of(root, &all_processes())
+        .into_iter()
+        .map(with_cmdline)
+        .collect()
 }
 
 /// Whether a process of the group `pgid` still runs (zombies do not count).

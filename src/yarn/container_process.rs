@@ -12,14 +12,17 @@
 //! pid in the node's [`ContainerProcesses`] table (for fault injection) and awaits the exit
 //! on the actor's own runtime (tokio reaps it on SIGCHLD; nothing blocks). The process's
 //! end is the incarnation's: `Exit { code: <YARN exit status>, message }`. Every
-//! `yarn.nodemanager.container-monitor.interval-ms` it checks the process tree's memory;
+//! `yarn.nodemanager.container-monitor.interval-ms` it checks the process tree's memory
+//! (read from `/proc` on tokio's blocking pool);
 //! beyond the allocation (with `yarn.nodemanager.pmem-check-enabled`) the process is
 //! stopped and the incarnation ends with exit status -104 and the monitor's diagnostics.
 //!
 //! A stop (its supervisor's shutdown, or fault injection's) sends SIGTERM to the process
 //! group and SIGKILL `yarn.nodemanager.sleep-delay-before-sigkill.ms` later if it still
 //! runs; the actor keeps running (`stopping()` answers `Continue`) until the process is
-//! reaped, then ends with the process's status (143 after SIGTERM, 137 after SIGKILL). If the
+//! reaped, then ends with the process's status (143 after SIGTERM, 137 after SIGKILL).
+//! Whatever is left of the group once its root is reaped (however it ended) gets SIGTERM,
+//! then SIGKILL after the delay, as YARN's cleanup of a completed container. If the
 //! actor is dropped with its process still running (an abort, its arbiter stopping, a
 //! shutdown time-out), a guard kills the group with SIGKILL: no container process outlives
 //! its actor.
@@ -34,7 +37,9 @@ use super::container_executor::{
     exit_diagnostics, launch, signal_group, yarn_exit_status, ContainerExecutorConf, ContainerProcessSpec,
     ProcessSignal,
 };
-use super::container_monitor::{check_memory, page_size, read_tree, MemoryKill, MemoryLimits, ProcessTree};
+use super::container_monitor::{
+    check_memory, group_has_live, page_size, read_tree, MemoryKill, MemoryLimits, ProcInfo, ProcessTree,
+};
 use crate::runtime::timers::{run_later, run_with_fixed_delay};
 use crate::runtime::{ChildSpec, ExitReason, Me, Restart, Shutdown};
 use crate::yarn::records::ContainerId;
@@ -163,6 +168,8 @@ pub struct ContainerProcess {
     guard: Option<ProcessGuard>,
     /// The monitor's memory of the process tree between checks.
     tree: ProcessTree,
+    /// Whether a read of the process tree is on its way.
+    checking: bool,
     /// Set once SIGTERM went to the group.
     stopping: Option<StopCause>,
     /// The monitor's verdict, once it killed the process.
@@ -183,6 +190,7 @@ impl ContainerProcess {
             processes,
             guard: None,
             tree: ProcessTree::default(),
+            checking: false,
             stopping: None,
             memory_kill: None,
         }
@@ -233,15 +241,41 @@ impl ContainerProcess {
         });
     }
 
-    /// One check of the container monitor.
+    /// One check of the container monitor: the process tree is read from `/proc` on
+    /// tokio's blocking pool (a scan of every process, milliseconds), then judged here.
     fn check_memory(&mut self, ctx: &mut Context<Self>) {
         let Some(pid) = self.running_pid() else {
             return;
         };
-        if self.stopping.is_some() {
+        if self.stopping.is_some() || self.checking {
             return;
         }
-        let snapshot = self.tree.update(read_tree(pid), page_size());
+        self.checking = true;
+        ctx.spawn(
+            async move { tokio::task::spawn_blocking(move || read_tree(pid)).await }
+                .into_actor(self)
+                .map(move |tree, act: &mut Self, ctx| {
+                    act.checking = false;
+                    match tree {
+                        Ok(tree) => act.judge_memory(pid, tree, ctx),
+                        Err(e) => tracing::warn!(
+                            container_id = %act.spec.container_id,
+                            pid,
+                            "Cannot read the process tree of container {}: {e}",
+                            act.spec.container_id
+                        ),
+                    }
+                }),
+        );
+    }
+
+    /// The container monitor's decision on the tree of process `pid` just read.
+    fn judge_memory(&mut self, pid: u32, tree: Vec<ProcInfo>, ctx: &mut Context<Self>) {
+        // The process may have been reaped or stopped while its tree was read.
+        if self.running_pid() != Some(pid) || self.stopping.is_some() {
+            return;
+        }
+        let snapshot = self.tree.update(tree, page_size());
         let limits = MemoryLimits {
             pmem: self.spec.memory_limit_bytes,
             vmem: self.conf.vmem_limit(self.spec.memory_limit_bytes),
@@ -299,6 +333,7 @@ impl ContainerProcess {
             stopped = self.stopping.is_some(),
             "Container {id}'s process {pid} exited with exit code {code}"
         );
+        self.clean_up_group(pid);
         let me = self.me.clone();
         me.exit(
             ctx,
@@ -307,6 +342,50 @@ impl ContainerProcess {
                 message,
             },
         );
+    }
+
+    /// After the root process is reaped, what is left of its process group (a background
+    /// child, one that ignores SIGTERM) gets SIGTERM, then SIGKILL after the delay, as
+    /// YARN's cleanup of a completed container signals its group. Runs on the cluster's
+    /// arbiter, so it outlives this actor.
+    fn clean_up_group(&self, pgid: u32) {
+        let (clock, delay, id) = (
+            self.me.clock().clone(),
+            self.conf.sigkill_delay,
+            self.spec.container_id,
+        );
+        let live = move || async move {
+            tokio::task::spawn_blocking(move || group_has_live(pgid))
+                .await
+                .unwrap_or(false)
+        };
+        self.me.cluster().spawn_task(async move {
+            if !live().await {
+                return;
+            }
+            tracing::info!(
+                event = "container_process_signalled",
+                container_id = %id,
+                pid = pgid,
+                signal = "TERM",
+                cause = "cleanup",
+                "Container {id}'s process ended but its process group {pgid} still has processes; sending TERM"
+            );
+            let _ = signal_group(pgid, ProcessSignal::Term);
+            clock.sleep(delay).await;
+            if live().await {
+                let _ = signal_group(pgid, ProcessSignal::Kill);
+                tracing::info!(
+                    event = "container_process_signalled",
+                    container_id = %id,
+                    pid = pgid,
+                    signal = "KILL",
+                    cause = "cleanup",
+                    "Container {id}'s process group {pgid} still has processes {} after TERM; sending KILL",
+                    humantime::format_duration(delay)
+                );
+            }
+        });
     }
 }
 
