@@ -32,6 +32,9 @@ pub const EXIT_PARENT_GONE: i32 = 154;
 /// How long a stop waits for the container's actors to end.
 const STOP_LIMIT: Duration = Duration::from_secs(30);
 
+/// How long an ending process waits for its last messages to be written out.
+const FLUSH_LIMIT: Duration = Duration::from_secs(1);
+
 /// How often the process checks that its parent still runs.
 const PARENT_CHECK: Duration = Duration::from_millis(500);
 
@@ -140,6 +143,7 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
         _ = signals.wait() => {
             tracing::info!(event = "container_terminated", "Received SIGTERM: stopping the container's actors");
             cluster.shutdown(STOP_LIMIT).await;
+            cluster.flush_links(FLUSH_LIMIT).await;
             return Ok(EXIT_TERMINATED);
         }
         _ = parent_gone => {
@@ -149,6 +153,7 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
         }
     };
     cluster.shutdown(STOP_LIMIT).await;
+    cluster.flush_links(FLUSH_LIMIT).await;
     Ok(code)
 }
 

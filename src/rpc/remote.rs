@@ -189,7 +189,7 @@ async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize
         Err(_) => return Err("no hello within the connect time-out".into()),
     }
     let (replies, mut queued) = mpsc::unbounded_channel::<Frame>();
-    let writer = tokio::task::spawn_local(async move { write_frames(&mut write, &mut queued).await });
+    let writer = tokio::task::spawn_local(async move { write_frames(&mut write, &mut queued, None).await });
     let result = loop {
         match read_frame::<_, Frame>(&mut read, max_frame).await {
             Ok(None) => break Ok(()),
@@ -258,16 +258,25 @@ where
 }
 
 /// Writes the queued frames, gathering what is queued into one write, until the queue closes.
-async fn write_frames<W>(write: &mut W, queued: &mut mpsc::UnboundedReceiver<Frame>) -> Result<(), String>
+/// `unwritten`, when given, counts the frames queued and not yet written: lowered as they are.
+async fn write_frames<W>(
+    write: &mut W,
+    queued: &mut mpsc::UnboundedReceiver<Frame>,
+    unwritten: Option<&std::sync::atomic::AtomicUsize>,
+) -> Result<(), String>
 where
     W: tokio::io::AsyncWrite + Unpin,
 {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     while let Some(frame) = queued.recv().await {
         push_frame(&mut batch, &frame);
+        let mut frames = 1;
         while batch.len() < WRITE_BATCH {
             match queued.try_recv() {
-                Ok(frame) => push_frame(&mut batch, &frame),
+                Ok(frame) => {
+                    push_frame(&mut batch, &frame);
+                    frames += 1;
+                }
                 Err(_) => break,
             }
         }
@@ -276,6 +285,9 @@ where
             .await
             .map_err(|e| format!("cannot write: {e}"))?;
         write.flush().await.map_err(|e| format!("cannot write: {e}"))?;
+        if let Some(unwritten) = unwritten {
+            unwritten.fetch_sub(frames, Ordering::AcqRel);
+        }
         batch.clear();
     }
     Ok(())
@@ -332,7 +344,8 @@ pub struct TcpLink {
 pub enum LinkEvent<'a> {
     /// It reached the process `origin` names (the server's hello).
     Reached(&'a Origin),
-    /// Nothing listens at its address any more (a refused connection).
+    /// Nothing listens at its address any more (a refused connection), or the process there
+    /// closed the connection.
     Unreachable(&'a str),
 }
 
@@ -346,6 +359,8 @@ struct Conn {
     next_id: AtomicU64,
     /// Set when the connection broke; no new ask waits on it.
     broken: AtomicBool,
+    /// Frames queued and not yet written (a process flushes its links before it exits).
+    queued: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl TcpLink {
@@ -394,6 +409,7 @@ impl TcpLink {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             broken: AtomicBool::new(false),
+            queued: Arc::default(),
         });
         *slot = Some(conn.clone());
         let hello = Frame::Hello {
@@ -404,6 +420,7 @@ impl TcpLink {
             hello,
             self.learn.clone(),
             Arc::downgrade(&conn),
+            conn.queued.clone(),
             queued,
         ));
         Ok(conn)
@@ -417,6 +434,7 @@ async fn run_connection(
     hello: Frame,
     learn: Option<Learn>,
     conn: Weak<Conn>,
+    unwritten: Arc<std::sync::atomic::AtomicUsize>,
     mut queued: mpsc::UnboundedReceiver<Frame>,
 ) {
     let reason = match connect(&addr).await {
@@ -462,14 +480,21 @@ async fn run_connection(
                             if let (Some(learn), Some(origin)) = (&learn, &origin) {
                                 learn(LinkEvent::Reached(origin));
                             }
-                            let writer = write_frames(&mut write, &mut queued);
+                            let writer = write_frames(&mut write, &mut queued, Some(&unwritten));
                             let reader = read_replies(&mut read, &conn);
                             tokio::select! {
                                 written = writer => match written {
                                     Ok(()) => "the link was dropped".to_string(),
                                     Err(e) => format!("the connection to {addr} broke ({e})"),
                                 },
-                                read = reader => format!("the connection to {addr} was lost ({read})"),
+                                read = reader => {
+                                    // The other process closed or lost the connection: it
+                                    // ended, or will greet again when it comes back.
+                                    if let Some(learn) = &learn {
+                                        learn(LinkEvent::Unreachable(&addr));
+                                    }
+                                    format!("the connection to {addr} was lost ({read})")
+                                }
                             }
                         }
                     }
@@ -575,6 +600,7 @@ impl RemoteLink for TcpLink {
             conn: Arc::downgrade(&conn),
             id,
         };
+        conn.queued.fetch_add(1, Ordering::AcqRel);
         let sent = conn.out.send(Frame::Ask { id, message });
         let addr = self.addr.clone();
         Box::pin(async move {
@@ -591,6 +617,7 @@ impl RemoteLink for TcpLink {
 
     fn tell(&self, message: RemoteMessage) -> Result<(), String> {
         let conn = self.conn()?;
+        conn.queued.fetch_add(1, Ordering::AcqRel);
         conn.out
             .send(Frame::Tell(message))
             .map_err(|_| format!("the connection to {} is closed", self.addr))
@@ -598,6 +625,12 @@ impl RemoteLink for TcpLink {
 
     fn peer(&self) -> String {
         self.addr.clone()
+    }
+
+    fn written(&self) -> bool {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.as_ref()
+            .is_none_or(|c| c.broken.load(Ordering::Acquire) || c.queued.load(Ordering::Acquire) == 0)
     }
 
     fn open(&self) {

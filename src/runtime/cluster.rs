@@ -282,6 +282,19 @@ impl Cluster {
         self.route(prefix, link, Some(origin.addr.clone()), true);
     }
 
+    /// Waits (real time, at most `limit`) until what this process sent to others has been
+    /// written out: a process about to exit calls it, so its last messages (an executor's
+    /// StopExecutor, a final status) are not lost with it.
+    pub async fn flush_links(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.inner.routes.links().iter().all(|l| l.written()) {
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
     /// This cluster, held weakly.
     pub fn downgrade(&self) -> WeakCluster {
         WeakCluster(Arc::downgrade(&self.inner))

@@ -98,6 +98,11 @@ pub trait RemoteLink: Send + Sync + 'static {
     fn tell(&self, message: RemoteMessage) -> Result<(), String>;
     /// The other end, as errors name it (`127.0.0.1:7077`).
     fn peer(&self) -> String;
+    /// Whether everything sent over it has been written out (or can no longer be): a
+    /// process that is about to exit waits for this, as a JVM's RPC layer drains its outbox.
+    fn written(&self) -> bool {
+        true
+    }
     /// Connects now rather than at the first message, so the other process learns this one
     /// at once (a container process announces itself to its node).
     fn open(&self) {}
@@ -186,6 +191,12 @@ impl Routes {
         let before = routes.len();
         routes.retain(|r| !(r.prefix == *prefix && r.learned));
         routes.len() != before
+    }
+
+    /// Every route's link.
+    pub(crate) fn links(&self) -> Vec<Arc<dyn RemoteLink>> {
+        let routes = self.0.read().unwrap_or_else(|p| p.into_inner());
+        routes.iter().map(|r| r.link.clone()).collect()
     }
 
     /// The learned routes whose prefix lies strictly under `root`.

@@ -334,6 +334,11 @@ impl ContainerProcess {
             "Container {id}'s process {pid} exited with exit code {code}"
         );
         self.clean_up_group(pid);
+        // The process served the container's actors: the route to it goes with it, so a
+        // node's routes do not pile up with its applications.
+        if let Some(container) = self.me.path().parent() {
+            self.me.cluster().forget_route(&container);
+        }
         let me = self.me.clone();
         me.exit(
             ctx,
