@@ -139,7 +139,7 @@ pub struct NodeManagerArgs {
     /// This node's host name, as the ResourceManager and locality know it.
     #[arg(long, value_name = "NAME")]
     pub hostname: String,
-    /// The address this node and its containers listen on [default: 127.0.0.1].
+    /// The address this node and its containers listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub bind: String,
     /// vcores this node offers [default: yarn.nodemanager.resource.cpu-vcores].

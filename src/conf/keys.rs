@@ -954,9 +954,11 @@ keys! {
         OptEntry::new("yarn.nodemanager.local-dirs", StrKind, "($TMPDIR/sparkyard-<user>/nm-local-dir)");
 
     /// Where NodeManagers keep their containers' stdout and stderr
-    /// (`<dir>/<app>/<container>/stdout`). Default: `userlogs` under the log directory.
+    /// (`<dir>/<app>/<container>/stdout`). Default: `apps` under the log directory, beside
+    /// the containers' records (the NodeManager's ReadContainerOutput finds a container
+    /// process's stdout only there).
     NM_LOG_DIRS: OptStrEntry =
-        OptEntry::new("yarn.nodemanager.log-dirs", StrKind, "(<log dir>/userlogs)");
+        OptEntry::new("yarn.nodemanager.log-dirs", StrKind, "(<log dir>/apps)");
 
     /// How long a NodeManager keeps trying to reach its ResourceManager before it gives up
     /// and exits. Bare numbers are milliseconds.
