@@ -334,6 +334,11 @@ impl ContainerProcess {
             "Container {id}'s process {pid} exited with exit code {code}"
         );
         self.clean_up_group(pid);
+        // YARN's DeletionService: the container's working directory goes once its process
+        // has exited (yarn.nodemanager.delete.debug-delay-sec is 0); its logs stay.
+        if let Err(e) = std::fs::remove_dir_all(&self.spec.work_dir) {
+            tracing::debug!(container_id = %id, "cannot delete {}: {e}", self.spec.work_dir.display());
+        }
         // The process served the container's actors: the route to it goes with it, so a
         // node's routes do not pile up with its applications.
         if let Some(container) = self.me.path().parent() {
