@@ -163,8 +163,17 @@ async fn the_exit_code_passes_through_and_output_lands_in_the_log_dir() {
         format!(
             "hello from {}\n{}\n",
             container(1),
-            work.canonicalize().unwrap().display()
+            work.parent()
+                .unwrap()
+                .canonicalize()
+                .unwrap()
+                .join(work.file_name().unwrap())
+                .display()
         )
+    );
+    assert!(
+        !work.exists(),
+        "the working directory is deleted once the process exited"
     );
     assert_eq!(std::fs::read_to_string(logs.join("stderr")).unwrap(), "oops\n");
     assert!(table.list().is_empty(), "a reaped process leaves the table");

@@ -414,3 +414,111 @@ fn a_container_beyond_its_memory_is_killed_with_minus_104() {
         "{records}"
     );
 }
+
+#[test]
+fn the_embedded_cluster_runs_containers_as_processes_when_asked() {
+    let want_pi = embedded_pi("10");
+    let logs = tempfile::tempdir().unwrap();
+    for mode in ["client", "cluster"] {
+        let out = Command::new(BIN)
+            .args(["submit", "--config-dir", &config_dir(), "--log-dir"])
+            .arg(logs.path())
+            .args([
+                "--conf",
+                "spark.sparkyard.containers=process",
+                "--deploy-mode",
+                mode,
+            ])
+            .args(["--class", "org.apache.spark.examples.SparkPi", "x.jar", "10"])
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert_eq!(pi_line(&ok(out)), want_pi, "{mode} mode");
+    }
+    let stderr_files = std::fs::read_dir(logs.path().join("apps"))
+        .unwrap()
+        .flat_map(|app| std::fs::read_dir(app.unwrap().path()).unwrap())
+        .filter(|c| c.as_ref().unwrap().path().join("stderr").is_file())
+        .count();
+    assert!(
+        stderr_files >= 5,
+        "{stderr_files} container processes' stderr files"
+    );
+}
+
+#[test]
+fn a_nodemanager_that_cannot_join_says_why_in_one_line() {
+    let nm = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["nodemanager", "--config-dir", &config_dir()])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = out;
+        let code = wait_exit(&mut out);
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut out.stderr.take().unwrap(), &mut err).unwrap();
+        (code, err)
+    };
+    // Nothing listens at the address: bounded retries, then one line naming it.
+    let (code, err) = nm(&[
+        "--rm",
+        "127.0.0.1:1",
+        "--hostname",
+        "h",
+        "--conf",
+        "yarn.resourcemanager.connect.max-wait.ms=300",
+        "--conf",
+        "yarn.resourcemanager.connect.retry-interval.ms=100",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("sparkyard nodemanager: error: cannot reach the ResourceManager at 127.0.0.1:1"),
+        "{err}"
+    );
+    // Bad flags.
+    let (code, err) = nm(&["--rm", "nowhere", "--hostname", "h"]);
+    assert_eq!(
+        (code, err.trim()),
+        (1, "sparkyard nodemanager: error: --rm 'nowhere' is not HOST:PORT")
+    );
+    let (code, err) = nm(&["--rm", "127.0.0.1:1", "--hostname", "h", "--bind", "here"]);
+    assert_eq!(
+        (code, err.trim()),
+        (
+            1,
+            "sparkyard nodemanager: error: --bind 'here' is not an IP address"
+        )
+    );
+    let (code, err) = nm(&["--rm", "127.0.0.1:1", "--hostname", "a/b"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--hostname 'a/b' is not a host name"), "{err}");
+
+    // A NodeManager of another cluster: refused, with one line on each side.
+    let yarn = Yarn::start(0, &[]);
+    let (code, err) = nm(&[
+        "--rm",
+        &yarn.tracker,
+        "--hostname",
+        "stranger",
+        "--bind",
+        "127.0.0.9",
+        "--conf",
+        "yarn.resourcemanager.cluster-id=elsewhere",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("elsewhere"), "{err}");
+    let rm_side = eventually("the refusal in the RM's records", || {
+        let o = Command::new(BIN)
+            .args(["logs", "--log-dir", yarn.logs.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.contains("elsewhere").then_some(text)
+    });
+    assert!(rm_side.contains("stranger"), "{rm_side}");
+}
