@@ -220,3 +220,133 @@ async fn a_local_actor_under_a_routed_prefix_is_reached_locally() {
         .unwrap();
     eventually("the note arrived here", || notes.lock().unwrap().len() == 1).await;
 }
+
+/// A watcher: forwards the `Terminated` it receives.
+struct Watcher {
+    me: Me,
+    target: sparkyard::runtime::ActorPath,
+    ended: tokio::sync::mpsc::UnboundedSender<sparkyard::runtime::Terminated>,
+}
+
+impl Actor for Watcher {
+    type Context = Context<Self>;
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let me = self.me.clone();
+        me.watch(ctx, &self.target);
+    }
+}
+
+speaks!(Watcher);
+
+impl Handler<sparkyard::runtime::Terminated> for Watcher {
+    type Result = ();
+    fn handle(&mut self, msg: sparkyard::runtime::Terminated, _: &mut Context<Self>) {
+        let _ = self.ended.send(msg);
+    }
+}
+
+/// A hub serving /hub, a process behind it serving /hub/far (it connects to the hub, which
+/// learns it from its hello) with a counter, and a client that knows only the hub.
+async fn hub_and_far() -> (
+    Cluster,
+    Cluster,
+    Arc<Mutex<Vec<String>>>,
+    tokio::sync::watch::Sender<bool>,
+) {
+    use sparkyard::rpc::remote::serve_cluster;
+    let hub = runtime("hub");
+    hub.start_root("hub", SupervisorSpec::new(Strategy::OneForOne))
+        .unwrap();
+    let (hub_addr, hub_stop) = serve_cluster(&hub, path("/hub"), "127.0.0.1:0", ServerLimits::default())
+        .await
+        .unwrap();
+    std::mem::forget(hub_stop);
+    let far = runtime("far-behind");
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let kept = notes.clone();
+    let (_far_addr, far_stop) = serve_cluster(&far, path("/hub/far"), "127.0.0.1:0", ServerLimits::default())
+        .await
+        .unwrap();
+    far.start_root_at(
+        &path("/hub/far"),
+        Default::default(),
+        SupervisorSpec::new(Strategy::OneForOne).child(ChildSpec::worker("counter", move |_, me| Counter {
+            me,
+            notes: kept.clone(),
+        })),
+    );
+    // Its configured route to the hub connects at once: the hub learns it.
+    far.route_to(path("/hub"), &hub_addr).unwrap();
+    let client = runtime("client");
+    let (_client_addr, client_stop) =
+        serve_cluster(&client, path("/client"), "127.0.0.1:0", ServerLimits::default())
+            .await
+            .unwrap();
+    std::mem::forget(client_stop);
+    client.route_to(path("/hub"), &hub_addr).unwrap();
+    eventually("the counter started", || {
+        far.registry().contains(&path("/hub/far/counter"))
+    })
+    .await;
+    (client, far, notes, far_stop)
+}
+
+#[actix_rt::test]
+async fn a_hub_forwards_to_the_process_behind_it_in_order_and_the_sender_then_learns_it() {
+    let (client, _far, notes, _stop) = hub_and_far().await;
+    let counter = client.endpoint::<CounterProtocol>(&path("/hub/far/counter"));
+    let limit = Duration::from_secs(10);
+    // Through the hub (the client knows no route to /hub/far yet).
+    let deadline = tokio::time::Instant::now() + limit;
+    while counter.ask(Add(1), limit).await != Ok(Ok(2)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the hub never forwarded the ask"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for i in 0..500 {
+        counter.tell(Note(format!("{i}"))).unwrap();
+    }
+    eventually("every note arrived", || notes.lock().unwrap().len() == 500).await;
+    let seen = notes.lock().unwrap().clone();
+    let want: Vec<String> = (0..500).map(|i| i.to_string()).collect();
+    assert_eq!(seen, want, "one sender's tells arrive in the order sent");
+    // The URL the client gives others for the counter names the process it routes it to.
+    assert!(client
+        .url_of(&path("/hub/far/counter"))
+        .starts_with("sparkyard://127.0.0.1:"));
+}
+
+#[actix_rt::test]
+async fn a_remote_watch_ends_when_the_watched_process_is_gone() {
+    let (client, far, _notes, far_stop) = hub_and_far().await;
+    let counter = client.endpoint::<CounterProtocol>(&path("/hub/far/counter"));
+    let limit = Duration::from_secs(10);
+    // A direct route to the counter's process, by URL (as an executor reaches its driver).
+    let url = far.url_of(&path("/hub/far/counter"));
+    assert_eq!(client.resolve_url(&url), Ok(path("/hub/far/counter")));
+    assert_eq!(counter.ask(Add(2), limit).await, Ok(Ok(3)));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    client
+        .start_root_worker("watcher", move |_, me| Watcher {
+            me,
+            target: path("/hub/far/counter"),
+            ended: tx.clone(),
+        })
+        .unwrap();
+    // The counter's process goes away: its endpoint stops and its actors end.
+    far_stop.send(true).unwrap();
+    far.shutdown(Duration::from_secs(5)).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("Terminated within 10 s")
+        .expect("a Terminated");
+    assert_eq!(ended.path, path("/hub/far/counter"));
+    // Either the actor's end reached the watcher, or the connection's loss did.
+    let why = ended.reason.to_string();
+    assert!(
+        matches!(ended.reason, sparkyard::runtime::ExitReason::Shutdown) || why.contains("is gone"),
+        "{why}"
+    );
+}

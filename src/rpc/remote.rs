@@ -162,39 +162,51 @@ async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize
     let mut read = BufReader::new(read);
     let mut write = BufWriter::new(write);
     greet(&mut read, &mut write).await?;
-    match tokio::time::timeout(CONNECT_TIMEOUT, read_frame::<_, Frame>(&mut read, max_frame)).await {
-        Ok(Ok(Some(Frame::Hello { origin }))) => {
-            if let Some(origin) = origin {
-                cluster.learn_route(&origin);
+    // The process the client speaks for: its messages carry it again, and it was learned
+    // from the hello already (only a message forwarded by a hub brings a new one).
+    let hello_origin =
+        match tokio::time::timeout(CONNECT_TIMEOUT, read_frame::<_, Frame>(&mut read, max_frame)).await {
+            Ok(Ok(Some(Frame::Hello { origin }))) => {
+                if let Some(origin) = &origin {
+                    cluster.learn_route(origin);
+                }
+                let mut hello = Vec::new();
+                push_frame(
+                    &mut hello,
+                    &Frame::Hello {
+                        origin: cluster.origin().cloned(),
+                    },
+                );
+                write
+                    .write_all(&hello)
+                    .await
+                    .map_err(|e| format!("cannot answer the hello: {e}"))?;
+                write
+                    .flush()
+                    .await
+                    .map_err(|e| format!("cannot answer the hello: {e}"))?;
+                origin
             }
-            let mut hello = Vec::new();
-            push_frame(
-                &mut hello,
-                &Frame::Hello {
-                    origin: cluster.origin().cloned(),
-                },
-            );
-            write
-                .write_all(&hello)
-                .await
-                .map_err(|e| format!("cannot answer the hello: {e}"))?;
-            write
-                .flush()
-                .await
-                .map_err(|e| format!("cannot answer the hello: {e}"))?;
-        }
-        Ok(Ok(Some(other))) => return Err(format!("the first frame was not a hello but {other:?}")),
-        Ok(Ok(None)) => return Ok(()),
-        Ok(Err(e)) => return Err(format!("cannot read the hello: {e}")),
-        Err(_) => return Err("no hello within the connect time-out".into()),
-    }
+            Ok(Ok(Some(other))) => {
+                return Err(format!(
+                    "the first frame was not a hello but {}",
+                    frame_name(&other)
+                ))
+            }
+            Ok(Ok(None)) => return Ok(()),
+            Ok(Err(e)) => return Err(format!("cannot read the hello: {e}")),
+            Err(_) => return Err("no hello within the connect time-out".into()),
+        };
     let (replies, mut queued) = mpsc::unbounded_channel::<Frame>();
     let writer = tokio::task::spawn_local(async move { write_frames(&mut write, &mut queued, None).await });
     let result = loop {
         match read_frame::<_, Frame>(&mut read, max_frame).await {
             Ok(None) => break Ok(()),
             Err(e) => break Err(e.to_string()),
-            Ok(Some(Frame::Tell(message))) => {
+            Ok(Some(Frame::Tell(mut message))) => {
+                if message.origin == hello_origin {
+                    message.origin = None;
+                }
                 let (to, name) = (message.to.clone(), message.message.clone());
                 match deliver(cluster, message).now_or_never() {
                     Some(Ok(_)) => {}
@@ -207,7 +219,10 @@ async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize
                     None => {}
                 }
             }
-            Ok(Some(Frame::Ask { id, message })) => {
+            Ok(Some(Frame::Ask { id, mut message })) => {
+                if message.origin == hello_origin {
+                    message.origin = None;
+                }
                 let (reply, replies) = (deliver(cluster, message), replies.clone());
                 tokio::task::spawn_local(async move {
                     let _ = replies.send(Frame::Reply {
