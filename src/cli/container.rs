@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::runtime::{ActorPath, Cluster, ExitReason};
 use crate::yarn::launcher::{container_ids, container_supervisor, ContainerLaunchFile, Launch, LAUNCH_FILE};
+use crate::yarn::records::ContainerLaunchContext;
 
 /// The exit status after a SIGTERM (128 + 15, what a JVM exits with).
 pub const EXIT_TERMINATED: i32 = 143;
@@ -156,8 +157,6 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
     cluster.flush_links(FLUSH_LIMIT).await;
     Ok(code)
 }
-
-use crate::yarn::records::ContainerLaunchContext;
 
 /// The process's exit status for its root's end: the role's exit code, within 0..=255.
 fn exit_status(reason: Option<ExitReason>) -> i32 {
