@@ -93,7 +93,7 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
     let cluster = builder.build()?;
     let signals =
         super::node::Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let limits = crate::rpc::tcp::ServerLimits::default();
+    let limits = super::node::actor_limits();
     let (addr, _serving) =
         crate::rpc::remote::serve_cluster(&cluster, root.clone(), &format!("{}:0", file.bind), limits)
             .await?;

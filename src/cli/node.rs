@@ -155,10 +155,14 @@ pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Re
     })
 }
 
-/// The bounds of a daemon's actor endpoint: the transport's defaults (its peers are the
-/// cluster's own processes).
+/// The bounds of a process's actor endpoint: the transport's defaults (its peers are the
+/// cluster's own processes), with frames up to Spark's largest RPC message
+/// (`spark.rpc.message.maxSize`, 128 MiB: a task's result or a shuffle block travels in one).
 pub fn actor_limits() -> crate::rpc::tcp::ServerLimits {
-    crate::rpc::tcp::ServerLimits::default()
+    crate::rpc::tcp::ServerLimits {
+        max_frame: crate::rpc::remote::MAX_FRAME,
+        ..crate::rpc::tcp::ServerLimits::default()
+    }
 }
 
 /// `/node` ended on its own: logs it, lets the records reach their files, prints the one
