@@ -390,14 +390,20 @@ fn am_actors_killed_once_in_the_am_process_restart_in_place() {
     );
 }
 
-/// The executor of the job's first executor container, killed once: its process exits with
-/// `status` (143 after a stop, as SIGTERM; 50 after a panic, an uncaught exception); its
-/// NodeManager and the RM say so, the allocator counts it and asks for a replacement, the
-/// driver removes the executor and its running task runs again elsewhere.
-fn executor_killed_once(yarn: &Yarn, panic: bool, status: i32) {
+/// The job's first executor container, killed once (its executor backend, or the
+/// container's process: `kill_target` answers the glob for the container's id): its process
+/// exits with `status` (143 after a stop, as SIGTERM; 50 after a panic of the backend, an
+/// uncaught exception); its NodeManager and the RM say so, the allocator counts it and asks
+/// for a replacement, the driver removes the executor and its running task runs again
+/// elsewhere.
+fn executor_container_killed_once(
+    yarn: &Yarn,
+    kill_target: impl Fn(&str) -> String,
+    panic: bool,
+    status: i32,
+) {
     let job = start(yarn, &[]);
     let path = victim(yarn, &job, "/executor-1", 1, 4);
-    kill(yarn, &glob_of(&job.app, "/executor-1"), panic);
     let container = path.rsplit('/').nth(1).unwrap().to_string();
     let host = path
         .split('/')
@@ -405,11 +411,18 @@ fn executor_killed_once(yarn: &Yarn, panic: bool, status: i32) {
         .unwrap()
         .trim_start_matches("nm-")
         .to_string();
+    let target = kill_target(&container);
+    let said = kill(yarn, &target, panic);
+    let killed = said.split_whitespace().nth(2).unwrap_or_default().to_string();
     let bad_node = format!("Container from a bad node: {container} on host: {host}. Exit status: {status}.");
     let run = end(yarn, job, &[&bad_node]);
     run.assert_succeeded();
-    let after = run.after_kill(&path);
-    find(after, &format!("Container {container}'s process"));
+    let after = run.after_kill(&killed);
+    if !(panic && killed.ends_with("/process")) {
+        // The process ended and its actor saw it (a panic of that actor kills the process
+        // group from its guard instead).
+        find(after, &format!("Container {container}'s process"));
+    }
     find(
         after,
         &format!("Container {container} transitioned from RUNNING to EXITED with exit code {status}"),
@@ -427,8 +440,26 @@ fn executor_killed_once(yarn: &Yarn, panic: bool, status: i32) {
 #[test]
 fn executor_backend_killed_once_in_its_process_exits_and_is_replaced() {
     let yarn = Yarn::start(3, &[]);
-    executor_killed_once(&yarn, false, 143);
-    executor_killed_once(&yarn, true, 50);
+    let backend = |container: &str| format!("/node/nm-*/{container}/executor-*");
+    executor_container_killed_once(&yarn, backend, false, 143);
+    executor_container_killed_once(&yarn, backend, true, 50);
+}
+
+#[test]
+fn container_process_killed_once_ends_its_container_and_the_executor_is_replaced() {
+    // A stop of `<container>/process` is YARN's stop of a container: SIGTERM to its
+    // process group; the process runs its shutdown and exits 143. A panic is the
+    // NodeManager's side of the container failing: its guard kills the process group and
+    // the container completes with the panic's 50.
+    let yarn = Yarn::start(3, &[]);
+    let process = |container: &str| {
+        format!(
+            "/node/nm-*/container_{}/process",
+            container.trim_start_matches("container_")
+        )
+    };
+    executor_container_killed_once(&yarn, process, false, 143);
+    executor_container_killed_once(&yarn, process, true, 50);
 }
 
 // ------------------------------------------------------------------ beyond intensity
@@ -562,5 +593,24 @@ fn executors_killed_beyond_the_failure_cap_in_their_processes_end_the_applicatio
     let r = end(&yarn, job, &["_01_000001 completed with exit status 11 "]);
     assert_eq!((r.code, r.final_status()), (1, "FAILED"), "{}", r.diagnostics());
     assert_eq!(r.diagnostics(), "Max number of executor failures (2) reached");
+    find(&r.records, "Final app status: FAILED, exitCode: 11");
+}
+
+#[test]
+fn container_processes_killed_beyond_the_failure_cap_end_the_application_with_exit_11() {
+    // Each stop of an executor container's process is one executor failure: both, with a
+    // cap of 2, and the AM gives up.
+    let yarn = Yarn::start(3, &[]);
+    let job = start(&yarn, &["spark.executor.maxNumFailures=2"]);
+    victim(&yarn, &job, "/executor-1", 1, 4);
+    victim(&yarn, &job, "/executor-2", 1, 0);
+    let app = job.app.trim_start_matches("application_").to_string();
+    for n in [2, 3] {
+        kill(&yarn, &format!("/node/nm-*/container_{app}_*{n}/process"), false);
+    }
+    let r = end(&yarn, job, &["_01_000001 completed with exit status 11 "]);
+    assert_eq!((r.code, r.final_status()), (1, "FAILED"), "{}", r.diagnostics());
+    assert_eq!(r.diagnostics(), "Max number of executor failures (2) reached");
+    find(&r.records, "Exit status: 143.");
     find(&r.records, "Final app status: FAILED, exitCode: 11");
 }
