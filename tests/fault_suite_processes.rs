@@ -47,6 +47,12 @@ const SUITE_CONF: &[&str] = &[
     "spark.scheduler.maxRegisteredResourcesWaitingTime=3s",
 ];
 
+/// Dynamic allocation (its backlog time-out is in whole seconds, as Spark reads it).
+const DYNAMIC: &[&str] = &[
+    "spark.dynamicAllocation.enabled=true",
+    "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
+];
+
 /// A running application: its `submit` process, that process's stderr lines, its id.
 struct Job {
     submit: Child,
@@ -248,14 +254,38 @@ fn end(yarn: &Yarn, mut job: Job, wanted: &[&str]) -> Ended {
         use std::io::Read;
         let _ = out.read_to_string(&mut output);
     }
-    let records = eventually(&format!("{}'s final report and {wanted:?}", job.app), || {
+    let mut records = eventually(&format!("{}'s final report", job.app), || {
         let records = yarn.records(&job.app);
-        let all = wanted
+        records
             .iter()
-            .all(|w| records.iter().any(|r| msg_of(r).contains(w)))
-            && records.iter().any(|r| msg_of(r).starts_with("Final report for"));
-        all.then_some(records)
+            .any(|r| msg_of(r).starts_with("Final report for"))
+            .then_some(records)
     });
+    // The processes of the application write their last records as they end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let missing: Vec<&&str> = wanted
+            .iter()
+            .filter(|w| !records.iter().any(|r| msg_of(r).contains(**w)))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let story: Vec<String> = records
+                .iter()
+                .filter(|r| !msg_of(r).contains(" task ") && !msg_of(r).starts_with("Application report"))
+                .map(|r| format!("{} {} {}", r["ts"], actor_of(r), msg_of(r)))
+                .collect();
+            panic!(
+                "{}: no record {missing:?} (submit exited {code}); records:\n{}",
+                job.app,
+                story.join("\n")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        records = yarn.records(&job.app);
+    }
     let report = records
         .iter()
         .find(|r| msg_of(r).starts_with("Final report for"))
@@ -300,6 +330,9 @@ fn driver_actors_killed_once_in_the_am_process_heal() {
         &[],
         &[
             "DriverEndpoint restarted: asking every executor",
+            // The executors, in their own processes, wait for the new incarnation instead
+            // of taking the failure for the driver's end.
+            "is back; watching its new incarnation",
             "Reported again to the restarted driver endpoint",
         ],
     );
@@ -314,6 +347,29 @@ fn driver_actors_killed_once_in_the_am_process_heal() {
     );
 
     killed_once(&yarn, "/am/driver/yarn-scheduler-endpoint", true, &[], &[]);
+
+    killed_once(&yarn, "/am/driver/revive-timer", true, &[], &[]);
+
+    killed_once(
+        &yarn,
+        "/am/driver/speculation-timer",
+        false,
+        &["spark.speculation=true"],
+        &[],
+    );
+
+    let r = killed_once(
+        &yarn,
+        "/am/driver/executor-allocation-manager",
+        true,
+        DYNAMIC,
+        &["Dynamic allocation: requesting a total of"],
+    );
+    assert!(r
+        .msgs()
+        .iter()
+        .any(|l| l.starts_with("Dynamic allocation: requesting a total of")
+            && l.contains("re-sync after a restart")));
 
     let r = killed_once(&yarn, "/am/driver/heartbeat-receiver", false, &[], &[]);
     assert!(r.events("executor_expired").is_empty(), "no executor expired");
@@ -488,12 +544,12 @@ fn killed_twice(
 /// The driver's actor ending in `suffix`, killed beyond its intensity: the driver's
 /// supervisor gives up, the job is cancelled because the SparkContext was shut down, the
 /// user class throws, the AM unregisters FAILED with exit code 15.
-fn driver_actor_killed_beyond_intensity(yarn: &Yarn, suffix: &str) {
+fn driver_actor_killed_beyond_intensity(yarn: &Yarn, suffix: &str, extra: &[&str]) {
     let (r, _) = killed_twice(
         yarn,
         suffix,
         false,
-        &[],
+        extra,
         &["_01_000001 completed with exit status 15"],
     );
     assert_eq!(
@@ -527,9 +583,12 @@ fn driver_actors_killed_beyond_intensity_in_the_am_process_fail_the_application(
         "/am/driver/yarn-scheduler-endpoint",
         "/am/driver/heartbeat-receiver",
         "/am/driver/listener-bus",
+        "/am/driver/revive-timer",
     ] {
-        driver_actor_killed_beyond_intensity(&yarn, suffix);
+        driver_actor_killed_beyond_intensity(&yarn, suffix, &[]);
     }
+    driver_actor_killed_beyond_intensity(&yarn, "/am/driver/speculation-timer", &["spark.speculation=true"]);
+    driver_actor_killed_beyond_intensity(&yarn, "/am/driver/executor-allocation-manager", DYNAMIC);
 }
 
 /// The AM's actor `child`, killed twice with one restart allowed: the `am` supervisor
@@ -613,4 +672,107 @@ fn container_processes_killed_beyond_the_failure_cap_end_the_application_with_ex
     assert_eq!(r.diagnostics(), "Max number of executor failures (2) reached");
     find(&r.records, "Exit status: 143.");
     find(&r.records, "Final app status: FAILED, exitCode: 11");
+}
+
+// ------------------------------------------------------------------ the AM itself
+
+/// A glob for the AM of the job's `attempt`.
+fn am_glob(job: &Job, attempt: u32) -> String {
+    format!(
+        "/node/nm-*/container_{}_{attempt:02}_000001/am/application-master",
+        job.app.trim_start_matches("application_")
+    )
+}
+
+/// Waits until `n` tasks have finished on the driver of the job's `attempt`.
+fn tasks_of_attempt(yarn: &Yarn, job: &Job, attempt: u32, n: usize) {
+    let driver = format!("_{attempt:02}_000001/am/driver/");
+    eventually(&format!("{n} finished tasks in attempt {attempt}"), || {
+        let done = yarn
+            .records(&job.app)
+            .iter()
+            .filter(|r| is_finished_task(r) && actor_of(r).contains(&driver))
+            .count();
+        (done >= n).then_some(())
+    });
+}
+
+#[test]
+fn application_master_killed_once_in_its_process_fails_its_attempt_and_the_second_succeeds() {
+    let yarn = Yarn::start(3, &[]);
+    // A panic is a crash: no shutdown hook, the AM's process exits 50; a stop is SIGTERM's
+    // shutdown hook: FAILED with exit code 16, not the last attempt so no unregistering, and
+    // the process exits 143. Either way YARN starts the second attempt, which succeeds.
+    for (panic, status) in [(true, 50), (false, 143)] {
+        let job = start(&yarn, &["spark.yarn.maxAppAttempts=2"]);
+        let path = victim(&yarn, &job, "_01_000001/am/application-master", 1, 4);
+        kill(&yarn, &am_glob(&job, 1), panic);
+        let r = end(&yarn, job, &[]);
+        r.assert_succeeded();
+        let attempt = r.report["attempt_id"].as_str().unwrap_or("");
+        assert!(attempt.ends_with("_000002"), "{attempt}");
+        let after = r.after_kill(&path);
+        let failed = find(after, "AM Container for appattempt_");
+        let diag = msg_of(failed);
+        assert!(
+            diag.contains(&format!("_000001 exited with  exitCode: {status}")),
+            "{diag}"
+        );
+        if panic {
+            assert!(diag.contains("injected panic"), "{diag}");
+        } else {
+            let hook = find(
+                after,
+                "Final app status: FAILED, exitCode: 16, (reason: Shutdown hook called before final status was reported.)",
+            );
+            assert_eq!(actor_of(hook), path);
+            find(after, "Not unregistering: the attempt failed and is not the last");
+        }
+        find(after, "Starting attempt appattempt_");
+        assert!(
+            after
+                .iter()
+                .any(|rec| is_finished_task(rec) && actor_of(rec).contains("_02_000001/")),
+            "the second attempt runs the job"
+        );
+    }
+}
+
+#[test]
+fn application_master_killed_beyond_its_attempts_in_its_process_unregisters_failed_from_its_shutdown_hook() {
+    // Two attempts: the first AM panics (exit 50); the second is stopped on the last
+    // attempt, so its shutdown hook unregisters FAILED with Spark's diagnostics: the
+    // application is FINISHED, not failed by YARN.
+    let yarn = Yarn::start(3, &[]);
+    let job = start(&yarn, &["spark.yarn.maxAppAttempts=2"]);
+    victim(&yarn, &job, "_01_000001/am/application-master", 1, 4);
+    kill(&yarn, &am_glob(&job, 1), true);
+    let second = victim(&yarn, &job, "_02_000001/am/application-master", 1, 0);
+    tasks_of_attempt(&yarn, &job, 2, 4);
+    kill(&yarn, &am_glob(&job, 2), false);
+    let r = end(&yarn, job, &["_02_000001 completed with exit status"]);
+    assert_eq!((r.code, r.final_status()), (1, "FAILED"), "{}", r.diagnostics());
+    assert_eq!(
+        r.diagnostics(),
+        "Shutdown hook called before final status was reported."
+    );
+    assert_eq!(r.report["state"], "FINISHED");
+    find(&r.records, "_000001 exited with  exitCode: 50");
+    find(
+        &r.records,
+        "The number of failed attempts is 1. The max attempts is 2",
+    );
+    let after = r.after_kill(&second);
+    find(
+        after,
+        "Final app status: FAILED, exitCode: 16, (reason: Shutdown hook called before final status was reported.)",
+    );
+    find(
+        after,
+        "Unregistering ApplicationMaster with FAILED (diag message: Shutdown hook called before final status was reported.)",
+    );
+    assert!(
+        !r.msgs().iter().any(|m| m.contains("failed 2 times due to")),
+        "YARN did not fail the application: the AM unregistered"
+    );
 }
