@@ -1,10 +1,12 @@
 //! The fault-injection suite with containers as processes: a `sparkyard resourcemanager` and
 //! three `sparkyard nodemanager` processes (127.0.0.1–3) whose containers are OS processes,
 //! every process writing its records into one log directory. While a short job runs, the
-//! driver's actors and the ApplicationMaster's (in the AM's process) and the executor backend
-//! (in an executor's process) are killed with `sparkyard chaos kill <glob>` (a stop, or a
-//! panic with `--panic`), which the node forwards to the process that holds the actor; the
-//! story is then read back with `sparkyard logs --app <id> --json`.
+//! driver's actors and the ApplicationMaster's (in the AM's process), the executor backend
+//! and a container's process (`<container>/process`, in the NodeManager's process), the
+//! ApplicationMaster itself, and the ResourceManager and a NodeManager (in their own
+//! processes) are killed with `sparkyard chaos kill <glob>` (a stop, or a panic with
+//! `--panic`), which the node forwards to the process that holds the actor; the story is then
+//! read back with `sparkyard logs --app <id> --json`.
 //!
 //! The checks are those of the in-process suite (tests/fault_suite_driver.rs and
 //! tests/fault_suite_yarn.rs): a single kill heals (the actor comes back as incarnation 2 at
@@ -530,7 +532,12 @@ fn killed_twice(
     extra: &[&str],
     wanted: &[&str],
 ) -> (Ended, String) {
-    let mut conf = vec!["spark.sparkyard.supervisor.maxRestarts=1"];
+    // One restart allowed within 30 s (not the default 5 s), so that a slow machine
+    // between the two kills cannot let the first one age out of the period.
+    let mut conf = vec![
+        "spark.sparkyard.supervisor.maxRestarts=1",
+        "spark.sparkyard.supervisor.restartPeriod=30s",
+    ];
     conf.extend_from_slice(extra);
     let job = start(yarn, &conf);
     let glob = glob_of(&job.app, suffix);
@@ -618,7 +625,7 @@ fn am_actor_killed_beyond_intensity(yarn: &Yarn, child: &str) {
     assert!(diag.contains("_000001 exited with  exitCode: 1\n"), "{diag}");
     assert!(
         diag.contains(&format!(
-            "escalated: reached maximum restart intensity: more than 1 restarts within 5s; last: child {child} ended with panic: injected panic"
+            "escalated: reached maximum restart intensity: more than 1 restarts within 30s; last: child {child} ended with panic: injected panic"
         )),
         "{diag}"
     );
@@ -775,4 +782,44 @@ fn application_master_killed_beyond_its_attempts_in_its_process_unregisters_fail
         !r.msgs().iter().any(|m| m.contains("failed 2 times due to")),
         "YARN did not fail the application: the AM unregistered"
     );
+}
+
+// ------------------------------------------------------------------ the daemons
+
+#[test]
+fn resource_manager_and_node_manager_killed_once_in_their_processes_heal() {
+    // The RM's process and the NodeManagers' are apart: a restarted RM asks every
+    // NodeManager process to resynchronise, and they re-register over TCP; a restarted
+    // NodeManager finds its container's process still running.
+    let yarn = Yarn::start(3, &[]);
+    for (target, recovered) in [
+        (
+            "/node/rm",
+            [
+                "ResourceManager restarted; asking 3 NodeManager(s) to resynchronise",
+                "re-registered with capability",
+            ],
+        ),
+        (
+            "/node/nm-host2/node-manager",
+            [
+                "Recovered 1 running container(s) after a restart",
+                "NodeManager from node host2",
+            ],
+        ),
+    ] {
+        let job = start(&yarn, &[]);
+        victim(&yarn, &job, "/executor-1", 1, 4);
+        kill(&yarn, target, true);
+        let mut r = end(&yarn, job, &[]);
+        r.assert_succeeded();
+        // The daemons' records carry no application id: all of them, each target being
+        // killed once in the cluster's life.
+        r.records = yarn.all_records();
+        r.assert_killed_and_restarted(target);
+        let after = r.after_kill(target);
+        for text in recovered {
+            find(after, text);
+        }
+    }
 }

@@ -155,6 +155,18 @@ impl Yarn {
             .collect()
     }
 
+    /// Every record of every process (`sparkyard logs --json`), the daemons' own included.
+    pub fn all_records(&self) -> Vec<Json> {
+        let o = Command::new(BIN)
+            .args(["logs", "--json", "--log-dir", self.logs.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     /// The application's records (`sparkyard logs --app`), as text.
     pub fn app_logs(&self, app: &str) -> String {
         let o = Command::new(BIN)
