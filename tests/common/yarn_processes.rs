@@ -21,6 +21,11 @@ pub struct Yarn {
     /// The RM's actor endpoint, where NodeManagers join.
     pub tracker: String,
     pub logs: tempfile::TempDir,
+    /// The NodeManagers' local directory (containers' working directories). Each cluster
+    /// has its own: two ResourceManagers started in the same millisecond give the same
+    /// application and container ids, and containers sharing a working directory would
+    /// read each other's launch files.
+    local: tempfile::TempDir,
     /// Settings every NodeManager and submission also gets.
     pub conf: Vec<String>,
 }
@@ -49,6 +54,7 @@ impl Yarn {
     /// with `conf` too.
     pub fn start(hosts: usize, conf: &[&str]) -> Yarn {
         let logs = tempfile::tempdir().unwrap();
+        let local = tempfile::tempdir().unwrap();
         let conf: Vec<String> = conf.iter().map(|s| s.to_string()).collect();
         let mut rm = Command::new(BIN)
             .args(["resourcemanager", "--config-dir", &config_dir()])
@@ -79,6 +85,7 @@ impl Yarn {
             addr,
             tracker,
             logs,
+            local,
             conf,
         };
         for i in 1..=hosts {
@@ -94,6 +101,10 @@ impl Yarn {
             .args(["--rm", &self.tracker, "--hostname", &format!("host{i}")])
             .args(["--bind", &format!("127.0.0.{i}"), "--rack", "/rack1"])
             .args(["--vcores", "4", "--memory-mb", "8192"])
+            .args([
+                "--conf",
+                &format!("yarn.nodemanager.local-dirs={}", self.local.path().display()),
+            ])
             .args(confs(&self.conf))
             .args(["--log-dir", self.logs.path().to_str().unwrap()])
             .env_remove("RUST_LOG")
