@@ -101,6 +101,10 @@ pub const KILLABLE: &[Killable] = &[
         actor_type: "CoarseGrainedExecutorBackend",
     },
     Killable {
+        glob: "/node/nm-*/container_*/process",
+        actor_type: "ContainerProcess",
+    },
+    Killable {
         glob: "*/driver/barrier-coordinator",
         actor_type: "BarrierCoordinator",
     },
@@ -113,9 +117,11 @@ pub fn killable_globs() -> Vec<&'static str> {
 
 /// The killable actors that exist in a run of `c`: the YARN Client only in cluster mode
 /// (client mode has none), the speculation timer only with `spark.speculation=true`, the
-/// allocation manager only with dynamic allocation.
+/// allocation manager only with dynamic allocation, a container's process only with
+/// `spark.sparkyard.containers=process`.
 pub fn killable_in(c: &SparkConf) -> Vec<&'static str> {
     let cluster_mode = c.get(&conf::SUBMIT_DEPLOY_MODE) == Ok("cluster");
+    let processes = c.get(&conf::CONTAINERS).ok().flatten().as_deref() == Some("process");
     let speculation = c.get(&conf::SPECULATION_ENABLED).unwrap_or(false);
     let dynamic_allocation = c.get(&conf::DYN_ALLOCATION_ENABLED).unwrap_or(false);
     KILLABLE
@@ -124,6 +130,7 @@ pub fn killable_in(c: &SparkConf) -> Vec<&'static str> {
             "Client" => cluster_mode,
             "SpeculationTimer" => speculation,
             "ExecutorAllocationManager" => dynamic_allocation,
+            "ContainerProcess" => processes,
             _ => true,
         })
         .map(|k| k.glob)
@@ -287,13 +294,15 @@ mod tests {
             "/submit/client",
             "*/driver/speculation-timer",
             "*/driver/executor-allocation-manager",
+            "/node/nm-*/container_*/process",
         ] {
             assert!(!client.contains(&absent), "{absent}");
         }
-        assert_eq!(client.len(), KILLABLE.len() - 3);
+        assert_eq!(client.len(), KILLABLE.len() - 4);
         c.set("spark.submit.deployMode", "cluster")
             .set("spark.speculation", "true")
-            .set("spark.dynamicAllocation.enabled", "true");
+            .set("spark.dynamicAllocation.enabled", "true")
+            .set("spark.sparkyard.containers", "process");
         assert_eq!(killable_in(&c), killable_globs());
         // Over many seeds, a client-mode plan never names the Client.
         let mut c = SparkConf::new();

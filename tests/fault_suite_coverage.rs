@@ -42,10 +42,6 @@ const NOT_KILLED: &[(&str, &str)] = &[
         "only in `sparkyard node`; the controls run through it",
     ),
     ("The", "the TaskSchedulerImpl is not an actor"),
-    (
-        "ContainerProcess",
-        "no launcher starts container processes yet (issue 14's process plumbing will); a container's process is then killed by signal (`ContainerProcesses::signal`), its actor by the tests of tests/container_process.rs",
-    ),
 ];
 
 #[test]

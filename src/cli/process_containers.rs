@@ -12,13 +12,18 @@
 //! with stdout and stderr in the container's log directory
 //! (`<log-dir>/<app>/<container>/{stdout,stderr}`), and stops it with SIGTERM then SIGKILL.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::roles::{parse_launch_command, PROGRAM};
 use crate::conf::{self, SparkConf};
 use crate::yarn::container_executor::{ContainerExecutorConf, ContainerProcessSpec};
 use crate::yarn::container_process::{container_process_child, ContainerProcesses};
 use crate::yarn::launcher::{ContainerLaunchFile, Launch, LauncherRegistry, Process, LAUNCH_FILE};
+
+/// `dir` made absolute against this process's working directory.
+fn absolute(dir: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(dir).map_err(|e| format!("cannot resolve the directory {}: {e}", dir.display()))
+}
 
 /// What a node needs to start its containers as processes.
 #[derive(Clone, Debug)]
@@ -71,6 +76,11 @@ impl ProcessContainers {
         let container_logs = first(conf.get(&conf::NM_LOG_DIRS).map_err(|e| e.to_string())?)
             .or_else(|| log_dir.as_ref().map(|d| d.join("apps")))
             .unwrap_or_else(|| local_dir.join("userlogs"));
+        // A container runs in its own working directory: a relative directory (`--log-dir
+        // logs`, the default `./logs`) must name the node's, not one under each container's.
+        let local_dir = absolute(&local_dir)?;
+        let container_logs = absolute(&container_logs)?;
+        let log_dir = log_dir.as_deref().map(absolute).transpose()?;
         Ok(ProcessContainers {
             binary,
             node_actors: node_actors.to_string(),
@@ -141,5 +151,22 @@ impl ProcessContainers {
             self.executor.clone(),
             self.processes.clone(),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_directories_name_the_nodes_not_the_containers() {
+        let mut conf = SparkConf::new();
+        conf.set("yarn.nodemanager.local-dirs", "local");
+        let c = ProcessContainers::from_conf(&conf, "127.0.0.1:1", "127.0.0.1", Some(PathBuf::from("logs")))
+            .expect("the settings are valid");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(c.log_dir, Some(cwd.join("logs")));
+        assert_eq!(c.container_logs, cwd.join("logs").join("apps"));
+        assert_eq!(c.local_dir, cwd.join("local"));
     }
 }

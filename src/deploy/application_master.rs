@@ -593,7 +593,8 @@ impl ApplicationMaster {
     /// runs: the AM itself stopped by a kill, or its container (its `am` supervisor) asked to
     /// stop from outside (the NodeManager stopping it, a kill). Not when `am` gives up
     /// (beyond its restart intensity: the JVM dies of it), nor when its node is going down
-    /// (an ancestor above the container is being stopped: a lost node's containers vanish).
+    /// (an ancestor above the container is being stopped in this process: a lost node's
+    /// containers vanish).
     fn stopped_by_signal(&self) -> bool {
         let killed = matches!(
             self.me.stop_request_at(self.me.path()),
@@ -604,8 +605,15 @@ impl ApplicationMaster {
         }
         let container = self.am_sup.parent();
         let mut above = container.as_ref().and_then(ActorPath::parent);
+        let registry = self.me.cluster().registry();
         while let Some(path) = above {
-            if self.me.is_ending(&path) {
+            // An ancestor this process does not hold lives in another one (a container's
+            // process holds only its container; the node is the NodeManager's process): its
+            // end would reach this process as a signal, not as an ancestor ending here.
+            let Some(ancestor) = registry.shared(&path) else {
+                break;
+            };
+            if ancestor.is_ending() {
                 tracing::info!("The ApplicationMaster's node is going down; no shutdown hook runs");
                 return false;
             }

@@ -6,6 +6,7 @@ pub mod apps;
 pub mod inproc;
 pub mod process;
 pub mod suite;
+pub mod yarn_processes;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
