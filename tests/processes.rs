@@ -7,10 +7,10 @@
 
 mod common;
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use common::apps::{check_word_count, word_file};
-use common::process::{app_id_in, config_dir, wait_for, BIN};
+use common::process::{app_id_in, config_dir, wait_exit, wait_for, BIN};
 use common::yarn_processes::{eventually, host_of, long_app, ok, wait_long, Yarn};
 
 /// SparkPi's line on the embedded cluster (in process): the estimate a run gives.

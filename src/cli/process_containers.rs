@@ -69,9 +69,13 @@ impl ProcessContainers {
         };
         let local_dir =
             first(conf.get(&conf::NM_LOCAL_DIRS).map_err(|e| e.to_string())?).unwrap_or_else(|| {
+                // One directory per node process: two nodes on one machine started in the
+                // same millisecond give the same container ids (YARN's are the RM's start
+                // time), and must not share working directories.
                 std::env::temp_dir()
                     .join(format!("sparkyard-{user}"))
                     .join("nm-local-dir")
+                    .join(std::process::id().to_string())
             });
         let container_logs = first(conf.get(&conf::NM_LOG_DIRS).map_err(|e| e.to_string())?)
             .or_else(|| log_dir.as_ref().map(|d| d.join("apps")))

@@ -951,7 +951,7 @@ keys! {
     /// (`<dir>/usercache/<user>/appcache/<app>/<container>`). Default: a directory under the
     /// system's temporary directory.
     NM_LOCAL_DIRS: OptStrEntry =
-        OptEntry::new("yarn.nodemanager.local-dirs", StrKind, "($TMPDIR/sparkyard-<user>/nm-local-dir)");
+        OptEntry::new("yarn.nodemanager.local-dirs", StrKind, "($TMPDIR/sparkyard-<user>/nm-local-dir/<pid>)");
 
     /// Where NodeManagers keep their containers' stdout and stderr
     /// (`<dir>/<app>/<container>/stdout`). Default: `apps` under the log directory, beside
