@@ -45,7 +45,12 @@ pub fn wait_for(rx: &Receiver<String>, text: &str, seen: &mut Vec<String>) -> St
 
 /// Waits (at most 20 s) for a child to exit; kills it and fails otherwise.
 pub fn wait_exit(child: &mut Child) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_exit_within(child, Duration::from_secs(20))
+}
+
+/// Waits (at most `limit`) for a child to exit; kills it and fails otherwise.
+pub fn wait_exit_within(child: &mut Child, limit: Duration) -> i32 {
+    let deadline = Instant::now() + limit;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return status.code().unwrap_or(-1);

@@ -250,17 +250,7 @@ pub fn running(yarn: &Yarn, args: &[&str]) -> (Child, Receiver<String>, String) 
 
 /// Waits (at most 60 s) for a process to exit.
 pub fn wait_long(child: &mut Child) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process did not exit in time");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    super::process::wait_exit_within(child, Duration::from_secs(60))
 }
 
 /// The host of the first running actor of `app` whose path ends with `suffix`.
