@@ -253,8 +253,10 @@ pub fn deliver(cluster: &Cluster, mut message: RemoteMessage) -> ReplyFuture {
     if message.protocol == WATCH {
         return watch_local(cluster, path, message);
     }
-    if let Some(service) = cluster.service(&message.protocol) {
-        if cluster.is_own_root(&path) {
+    // A process service is addressed to the process's root; actor messages (nearly all)
+    // skip the service lookup.
+    if cluster.is_own_root(&path) {
+        if let Some(service) = cluster.service(&message.protocol) {
             return service(message);
         }
     }
