@@ -4,5 +4,6 @@
 //! routes, so it lives with them).
 
 pub use crate::runtime::endpoint::{AskError, EndpointRef};
+pub mod auth;
 pub mod remote;
 pub mod tcp;
