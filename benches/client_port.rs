@@ -45,6 +45,7 @@ fn usage(pid: u32) -> (f64, usize) {
 fn greet(addr: &str) -> Option<TcpStream> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.write_all(&ClientProtocol::GREETING).ok()?;
+    s.write_all(&sparkyard::rpc::auth::plain_hello()).ok()?;
     Some(s)
 }
 

@@ -26,9 +26,13 @@ fn greeted(node: &Node) -> TcpStream {
     let mut s = TcpStream::connect(&node.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s.write_all(&ClientProtocol::GREETING).unwrap();
+    s.write_all(&sparkyard::rpc::auth::plain_hello()).unwrap();
     let mut greeting = [0u8; 5];
     s.read_exact(&mut greeting).unwrap();
     assert_eq!(greeting, ClientProtocol::GREETING);
+    let mut answer = vec![0u8; sparkyard::rpc::auth::plain_answer().len()];
+    s.read_exact(&mut answer).unwrap();
+    assert_eq!(answer, sparkyard::rpc::auth::plain_answer());
     s
 }
 

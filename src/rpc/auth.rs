@@ -256,7 +256,12 @@ impl Keyring {
     }
 
     /// The keyring of a container of application `app`: its secret only.
-    pub fn application(app: &str, secret: Secret, encrypt: bool) -> Arc<Keyring> {
+    pub fn application(
+        app: &str,
+        secret: Secret,
+        encrypt: bool,
+        app_of_root: fn(&str) -> Option<String>,
+    ) -> Arc<Keyring> {
         let own = OnceLock::new();
         let _ = own.set((app.to_string(), secret));
         Arc::new(Keyring {
@@ -264,8 +269,13 @@ impl Keyring {
             own,
             accept: AcceptApps::Own,
             encrypt,
-            app_of_root: no_app,
+            app_of_root,
         })
+    }
+
+    /// Whether the process serving `root` is one of application `app`'s containers.
+    pub fn root_belongs(&self, app: &str, root: &str) -> bool {
+        (self.app_of_root)(root).as_deref() == Some(app)
     }
 
     /// The same secrets, accepting `accept`'s applications (the client port of a node takes
@@ -378,6 +388,23 @@ pub enum Handshake {
     Refused { reason: String },
 }
 
+/// The frame a client that does not authenticate sends after its greeting, for tools and
+/// tests that speak the wire by hand.
+pub fn plain_hello() -> Vec<u8> {
+    encode_frame(&Handshake::Hello {
+        authenticate: false,
+        app: None,
+        nonce: Vec::new(),
+        encrypt: false,
+    })
+    .expect("a hello encodes")
+}
+
+/// The server's answer to [`plain_hello`] when it does not authenticate either.
+pub fn plain_answer() -> Vec<u8> {
+    encode_frame(&Handshake::Open).expect("an answer encodes")
+}
+
 /// Decodes one handshake frame's body (what a fuzzing test feeds untrusted bytes).
 pub fn decode_handshake(body: &[u8]) -> Result<Handshake, String> {
     rmp_serde::from_slice(body).map_err(|e| e.to_string())
@@ -435,7 +462,13 @@ async fn receive<R: AsyncRead + Unpin>(read: &mut R) -> Result<Handshake, String
 
 /// Tells the client why, then fails.
 async fn refuse<W: AsyncWrite + Unpin>(write: &mut W, reason: String) -> Result<Session, Refusal> {
-    let _ = send(write, &Handshake::Refused { reason: reason.clone() }).await;
+    let _ = send(
+        write,
+        &Handshake::Refused {
+            reason: reason.clone(),
+        },
+    )
+    .await;
     Err(Refusal(reason))
 }
 
@@ -453,11 +486,20 @@ where
             nonce,
             encrypt,
         } => (authenticate, app, nonce, encrypt),
-        other => return Err(Refusal(format!("the first handshake frame was {other:?}, not a hello"))),
+        other => {
+            return Err(Refusal(format!(
+                "the first handshake frame was {other:?}, not a hello"
+            )))
+        }
     };
     if !keyring.authenticates() {
         if authenticate {
-            return refuse(write, "this endpoint does not authenticate (spark.authenticate is false here) but the client does".into()).await;
+            return refuse(
+                write,
+                "this endpoint does not authenticate (spark.authenticate is false here) but the client does"
+                    .into(),
+            )
+            .await;
         }
         send(write, &Handshake::Open).await.map_err(Refusal)?;
         return Ok(Session {
@@ -466,14 +508,26 @@ where
         });
     }
     if !authenticate {
-        return refuse(write, "authentication is required (spark.authenticate) and the client offered no secret".into()).await;
+        return refuse(
+            write,
+            "authentication is required (spark.authenticate) and the client offered no secret".into(),
+        )
+        .await;
     }
     if client_nonce.len() != NONCE_LEN {
-        return refuse(write, format!("a nonce of {} bytes (expected {NONCE_LEN})", client_nonce.len())).await;
+        return refuse(
+            write,
+            format!("a nonce of {} bytes (expected {NONCE_LEN})", client_nonce.len()),
+        )
+        .await;
     }
     let realm = Realm::from_wire(app);
     let Some(secret) = keyring.accepted(&realm) else {
-        return refuse(write, format!("authentication failed: this endpoint does not accept {realm}")).await;
+        return refuse(
+            write,
+            format!("authentication failed: this endpoint does not accept {realm}"),
+        )
+        .await;
     };
     let server_nonce = nonce().map_err(Refusal)?;
     let encrypt = client_encrypt || keyring.encrypts();
@@ -495,14 +549,20 @@ where
         .verify_slice(&mac)
         .is_err()
     {
-        return refuse(write, format!("authentication failed: the proof for {realm} does not match this endpoint's secret")).await;
+        return refuse(
+            write,
+            format!("authentication failed: the proof for {realm} does not match this endpoint's secret"),
+        )
+        .await;
     }
     let proof = secret
         .mac(SERVER_PROOF, &realm, &client_nonce, &server_nonce)
         .finalize()
         .into_bytes()
         .to_vec();
-    send(write, &Handshake::Proof { mac: proof }).await.map_err(Refusal)?;
+    send(write, &Handshake::Proof { mac: proof })
+        .await
+        .map_err(Refusal)?;
     let principal = match realm {
         Realm::Node => Principal::Node,
         Realm::Application(app) => Principal::Application(app),
@@ -552,7 +612,10 @@ where
         return Err("it asked for a proof although this side offered none".into());
     };
     if server_nonce.len() != NONCE_LEN {
-        return Err(format!("a nonce of {} bytes (expected {NONCE_LEN})", server_nonce.len()));
+        return Err(format!(
+            "a nonce of {} bytes (expected {NONCE_LEN})",
+            server_nonce.len()
+        ));
     }
     let proof = secret
         .mac(CLIENT_PROOF, &realm, &client_nonce, &server_nonce)
@@ -698,8 +761,19 @@ impl<R> SecureRead<R> {
     }
 }
 
+impl<R> SecureRead<R> {
+    /// Opens records from here on (a connection that passed its handshake in the clear).
+    pub fn start(&mut self, open: Opener) {
+        self.open = Some(open);
+    }
+}
+
 impl<R: AsyncRead + Unpin> AsyncRead for SecureRead<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         let Some(open) = this.open.as_mut() else {
             return Pin::new(&mut this.inner).poll_read(cx, buf);
@@ -791,6 +865,18 @@ impl<W> SecureWrite<W> {
     }
 }
 
+impl<W> SecureWrite<W> {
+    /// The stream it writes to.
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
+    /// Seals records from here on (a connection that passed its handshake in the clear).
+    pub fn start(&mut self, seal: Sealer) {
+        self.seal = Some(seal);
+    }
+}
+
 impl<W: AsyncWrite + Unpin> SecureWrite<W> {
     /// Seals what is buffered and writes every sealed byte out.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -850,7 +936,8 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn app_of(root: &str) -> Option<String> {
-        root.strip_prefix("/apps/").map(|rest| rest.split('/').next().unwrap_or(rest).to_string())
+        root.strip_prefix("/apps/")
+            .map(|rest| rest.split('/').next().unwrap_or(rest).to_string())
     }
 
     fn node(secret: &str, accept: AcceptApps) -> Arc<Keyring> {
@@ -865,19 +952,32 @@ mod tests {
         let (a, b) = tokio::io::duplex(1 << 16);
         let (mut ar, mut aw) = tokio::io::split(a);
         let (mut br, mut bw) = tokio::io::split(b);
-        tokio::join!(accept(&mut ar, &mut aw, server), offer(&mut br, &mut bw, client, root))
+        tokio::join!(
+            accept(&mut ar, &mut aw, server),
+            offer(&mut br, &mut bw, client, root)
+        )
     }
 
     #[tokio::test]
     async fn the_same_secret_authenticates_both_ways() {
-        let (s, c) = run(&node("s3cret", AcceptApps::Any), &node("s3cret", AcceptApps::NoApps), None).await;
+        let (s, c) = run(
+            &node("s3cret", AcceptApps::Any),
+            &node("s3cret", AcceptApps::NoApps),
+            None,
+        )
+        .await;
         assert_eq!(s.unwrap().principal, Principal::Node);
         assert_eq!(c.unwrap().principal, Principal::Node);
     }
 
     #[tokio::test]
     async fn a_wrong_or_missing_secret_is_refused_with_the_reason() {
-        let (s, c) = run(&node("s3cret", AcceptApps::Any), &node("other", AcceptApps::NoApps), None).await;
+        let (s, c) = run(
+            &node("s3cret", AcceptApps::Any),
+            &node("other", AcceptApps::NoApps),
+            None,
+        )
+        .await;
         assert!(s.err().unwrap().0.contains("does not match"));
         assert!(c.err().unwrap().contains("authentication failed"));
         let (s, c) = run(&node("s3cret", AcceptApps::Any), &Keyring::open(), None).await;
@@ -894,8 +994,8 @@ mod tests {
     #[tokio::test]
     async fn an_application_secret_reaches_its_own_containers_and_the_node_only() {
         let node_secret = Secret::from_text("s3cret").unwrap();
-        let a = Keyring::application("app-a", node_secret.for_application("app-a"), false);
-        let b = Keyring::application("app-b", node_secret.for_application("app-b"), false);
+        let a = Keyring::application("app-a", node_secret.for_application("app-a"), false, app_of);
+        let b = Keyring::application("app-b", node_secret.for_application("app-b"), false, app_of);
         // A container of A is accepted by the node's daemons as A.
         let (s, c) = run(&node("s3cret", AcceptApps::Any), &a, Some("/node")).await;
         assert_eq!(s.unwrap().principal, Principal::Application("app-a".into()));

@@ -34,12 +34,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::auth::{self, Keyring, Principal, SecureRead, SecureWrite};
 use super::tcp::{encode_frame, read_frame, ServerLimits, MAGIC};
 use crate::runtime::remote::{deliver, Origin, RemoteLink, RemoteMessage, RemoteReply, ReplyFuture};
 use crate::runtime::{ActorPath, Cluster};
 
 /// The version of this wire format; both sides must send the same one.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// How long a link waits to connect and greet.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,6 +67,54 @@ pub enum Frame {
     Reply { id: u64, reply: RemoteReply },
 }
 
+// ------------------------------------------------------------------ security
+
+/// What an endpoint asks of the processes that connect to it, and what its own links prove.
+#[derive(Clone)]
+pub struct Security {
+    /// The secrets this process holds ([`auth`]): an open keyring when authentication is off.
+    pub keyring: Arc<Keyring>,
+    /// What a connection that proved an application's secret (one of its containers) may
+    /// send here: `None` lets it send anything. A node's daemons set it, so that a container
+    /// reaches its own application's actors and the ResourceManager's and NodeManagers'
+    /// calls for its application, and nothing else.
+    pub gate: Option<Gate>,
+}
+
+/// Answers whether application `app`'s connection may deliver a message; the error is the
+/// one line the refusal's record and the sender's error carry.
+pub type Gate = Arc<dyn Fn(&str, &RemoteMessage) -> Result<(), String> + Send + Sync>;
+
+impl Security {
+    /// No authentication: anyone who reaches the port may send anything.
+    pub fn open() -> Security {
+        Security {
+            keyring: Keyring::open(),
+            gate: None,
+        }
+    }
+
+    /// Whether `principal` may deliver `message` here (including the route its origin
+    /// teaches).
+    fn admits(&self, principal: &Principal, message: &RemoteMessage) -> Result<(), String> {
+        let Principal::Application(app) = principal else {
+            return Ok(());
+        };
+        if let Some(origin) = &message.origin {
+            if !self.keyring.root_belongs(app, &origin.root) {
+                return Err(format!(
+                    "application {app} cannot speak for {} (not one of its containers)",
+                    origin.root
+                ));
+            }
+        }
+        match &self.gate {
+            Some(gate) => gate(app, message),
+            None => Ok(()),
+        }
+    }
+}
+
 // ------------------------------------------------------------------ server
 
 /// Binds `bind` (port 0 for any free one), says that `cluster` serves the actors under `root`
@@ -76,6 +125,18 @@ pub async fn serve_cluster(
     root: ActorPath,
     bind: &str,
     limits: ServerLimits,
+) -> Result<(String, watch::Sender<bool>), String> {
+    serve_cluster_secured(cluster, root, bind, limits, Security::open()).await
+}
+
+/// [`serve_cluster`] under `security`: every connection, in and out, authenticates with its
+/// keyring.
+pub async fn serve_cluster_secured(
+    cluster: &Cluster,
+    root: ActorPath,
+    bind: &str,
+    limits: ServerLimits,
+    security: Security,
 ) -> Result<(String, watch::Sender<bool>), String> {
     let listener = TcpListener::bind(bind)
         .await
@@ -95,15 +156,28 @@ pub async fn serve_cluster(
             LinkEvent::Unreachable(addr) => forget(addr),
         })
     };
+    let keyring = security.keyring.clone();
     cluster.serve_at(
         root,
         &addr,
-        Arc::new(move |peer: &str| {
-            TcpLink::speaking_for(peer, Some(origin.clone()), Some(learner.clone())) as Arc<dyn RemoteLink>
+        Arc::new(move |peer: &str, serving: &ActorPath| {
+            TcpLink::secured(
+                peer,
+                Some(origin.clone()),
+                Some(learner.clone()),
+                keyring.clone(),
+                Some(serving.as_str().to_string()),
+            ) as Arc<dyn RemoteLink>
         }),
     )?;
     let (stop, stopped) = watch::channel(false);
-    actix::spawn(serve_actors(cluster.clone(), listener, stopped, limits));
+    actix::spawn(serve_actors_secured(
+        cluster.clone(),
+        listener,
+        stopped,
+        limits,
+        security,
+    ));
     Ok((addr, stop))
 }
 
@@ -114,9 +188,21 @@ pub async fn serve_cluster(
 pub async fn serve_actors(
     cluster: Cluster,
     listener: TcpListener,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     limits: ServerLimits,
 ) {
+    serve_actors_secured(cluster, listener, stop, limits, Security::open()).await
+}
+
+/// [`serve_actors`] under `security`.
+pub async fn serve_actors_secured(
+    cluster: Cluster,
+    listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
+    limits: ServerLimits,
+    security: Security,
+) {
+    let security = Arc::new(security);
     let open = std::rc::Rc::new(std::cell::Cell::new(0usize));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -138,8 +224,9 @@ pub async fn serve_actors(
                     }
                     open.set(open.get() + 1);
                     let (cluster, open, max) = (cluster.clone(), open.clone(), limits.max_frame.min(MAX_FRAME));
+                    let security = security.clone();
                     connections.spawn_local(async move {
-                        if let Err(reason) = serve_connection(&cluster, stream, max).await {
+                        if let Err(reason) = serve_connection(&cluster, stream, max, &security).await {
                             tracing::warn!(event = "connection_closed", %peer, %reason, "closing an actor connection from {peer}: {reason}");
                         }
                         open.set(open.get() - 1);
@@ -156,17 +243,44 @@ pub async fn serve_actors(
 }
 
 /// Greets, reads the client's hello, then delivers its frames until it closes.
-async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize) -> Result<(), String> {
+async fn serve_connection(
+    cluster: &Cluster,
+    stream: TcpStream,
+    max_frame: usize,
+    security: &Security,
+) -> Result<(), String> {
     let _ = stream.set_nodelay(true);
     let (read, write) = stream.into_split();
     let mut read = BufReader::new(read);
     let mut write = BufWriter::new(write);
     greet(&mut read, &mut write).await?;
+    let session = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        auth::accept(&mut read, &mut write, &security.keyring),
+    )
+    .await
+    .map_err(|_| "no handshake within the connect time-out".to_string())?
+    .map_err(|refusal| refusal.0)?;
+    let principal = session.principal;
+    let (seal, open) = match session.ciphers {
+        Some(c) => (Some(c.seal), Some(c.open)),
+        None => (None, None),
+    };
+    let mut read = SecureRead::new(read, open);
+    let mut write = SecureWrite::new(write, seal);
     // The process the client speaks for: its messages carry it again, and it was learned
     // from the hello already (only a message forwarded by a hub brings a new one).
     let hello_origin =
         match tokio::time::timeout(CONNECT_TIMEOUT, read_frame::<_, Frame>(&mut read, max_frame)).await {
             Ok(Ok(Some(Frame::Hello { origin }))) => {
+                if let (Some(origin), Principal::Application(app)) = (&origin, &principal) {
+                    if !security.keyring.root_belongs(app, &origin.root) {
+                        return Err(format!(
+                            "application {app} cannot speak for {} (not one of its containers)",
+                            origin.root
+                        ));
+                    }
+                }
                 if let Some(origin) = &origin {
                     cluster.learn_route(origin);
                 }
@@ -204,6 +318,10 @@ async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize
             Ok(None) => break Ok(()),
             Err(e) => break Err(e.to_string()),
             Ok(Some(Frame::Tell(mut message))) => {
+                if let Err(reason) = security.admits(&principal, &message) {
+                    refused(&message, &reason);
+                    continue;
+                }
                 if message.origin == hello_origin {
                     message.origin = None;
                 }
@@ -220,6 +338,14 @@ async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize
                 }
             }
             Ok(Some(Frame::Ask { id, mut message })) => {
+                if let Err(reason) = security.admits(&principal, &message) {
+                    refused(&message, &reason);
+                    let _ = replies.send(Frame::Reply {
+                        id,
+                        reply: Err(reason),
+                    });
+                    continue;
+                }
                 if message.origin == hello_origin {
                     message.origin = None;
                 }
@@ -238,6 +364,19 @@ async fn serve_connection(cluster: &Cluster, stream: TcpStream, max_frame: usize
     // The asks still running answer into the queue; the writer ends when the last one has.
     let _ = writer.await;
     result
+}
+
+/// The record of a message an application's connection may not deliver here.
+fn refused(message: &RemoteMessage, reason: &str) {
+    tracing::warn!(
+        event = "message_refused",
+        to = %message.to,
+        msg_type = %message.message,
+        protocol = %message.protocol,
+        "refused {} to {}: {reason}",
+        message.message,
+        message.to
+    );
 }
 
 /// Sends this side's greeting and checks the other's.
@@ -352,6 +491,10 @@ pub struct TcpLink {
     runtime: Option<tokio::runtime::Handle>,
     /// Told the origin the server's hello names.
     learn: Option<Learn>,
+    /// The secrets this side proves, and the root of the process it reaches (which realm it
+    /// offers: a container is offered its application's secret).
+    keyring: Arc<Keyring>,
+    root: Option<String>,
     conn: Mutex<Option<Arc<Conn>>>,
 }
 
@@ -392,11 +535,25 @@ impl TcpLink {
     /// A link that speaks for the process `origin` names and hands the origin of the process
     /// it reaches to `learn`.
     pub fn speaking_for(addr: &str, origin: Option<Origin>, learn: Option<Learn>) -> Arc<TcpLink> {
+        TcpLink::secured(addr, origin, learn, Keyring::open(), None)
+    }
+
+    /// A link that proves `keyring`'s secret for the process serving `root` (see
+    /// [`Keyring::offer`]).
+    pub fn secured(
+        addr: &str,
+        origin: Option<Origin>,
+        learn: Option<Learn>,
+        keyring: Arc<Keyring>,
+        root: Option<String>,
+    ) -> Arc<TcpLink> {
         Arc::new(TcpLink {
             addr: addr.to_string(),
             origin,
             runtime: tokio::runtime::Handle::try_current().ok(),
             learn,
+            keyring,
+            root,
             conn: Mutex::new(None),
         })
     }
@@ -432,6 +589,7 @@ impl TcpLink {
         };
         runtime.spawn(run_connection(
             self.addr.clone(),
+            (self.keyring.clone(), self.root.clone()),
             hello,
             self.learn.clone(),
             Arc::downgrade(&conn),
@@ -446,6 +604,7 @@ impl TcpLink {
 /// then fails every ask in flight with the reason.
 async fn run_connection(
     addr: String,
+    (keyring, root): (Arc<Keyring>, Option<String>),
     hello: Frame,
     learn: Option<Learn>,
     conn: Weak<Conn>,
@@ -462,9 +621,26 @@ async fn run_connection(
         Ok(stream) => {
             let (read, write) = stream.into_split();
             let (mut read, mut write) = (BufReader::new(read), BufWriter::new(write));
-            match greet(&mut read, &mut write).await {
-                Err(reason) => format!("the actor endpoint at {addr} refused the connection: {reason}"),
-                Ok(()) => {
+            let greeted = async {
+                greet(&mut read, &mut write).await?;
+                tokio::time::timeout(
+                    CONNECT_TIMEOUT,
+                    auth::offer(&mut read, &mut write, &keyring, root.as_deref()),
+                )
+                .await
+                .map_err(|_| "no handshake within the connect time-out".to_string())?
+            };
+            match greeted.await {
+                Err(reason) => {
+                    tracing::warn!(event = "connection_refused", peer = %addr, %reason, "the actor endpoint at {addr} refused the connection: {reason}");
+                    format!("the actor endpoint at {addr} refused the connection: {reason}")
+                }
+                Ok(session) => {
+                    let (seal, open) = match session.ciphers {
+                        Some(c) => (Some(c.seal), Some(c.open)),
+                        None => (None, None),
+                    };
+                    let (mut read, mut write) = (SecureRead::new(read, open), SecureWrite::new(write, seal));
                     let mut first = Vec::new();
                     push_frame(&mut first, &hello);
                     let hello_sent = async {

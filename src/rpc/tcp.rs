@@ -48,6 +48,7 @@ use std::marker::PhantomData;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -57,6 +58,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
+
+use super::auth::{self, Keyring, SecureRead, SecureWrite};
 
 /// The largest frame body either side sends or accepts.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -643,8 +646,19 @@ impl Port {
 pub async fn serve_limited<P: WireProtocol>(
     listener: TcpListener,
     handler: RequestHandler<P>,
+    stop: watch::Receiver<bool>,
+    limits: ServerLimits,
+) {
+    serve_secured(listener, handler, stop, limits, Keyring::open()).await
+}
+
+/// [`serve_limited`], every connection first proving `keyring`'s secret ([`auth`]).
+pub async fn serve_secured<P: WireProtocol>(
+    listener: TcpListener,
+    handler: RequestHandler<P>,
     mut stop: watch::Receiver<bool>,
     limits: ServerLimits,
+    keyring: Arc<Keyring>,
 ) {
     let local = listener.local_addr().ok();
     tracing::debug!(event = "serving", addr = ?local, "serving the {}", P::NAME);
@@ -693,7 +707,7 @@ pub async fn serve_limited<P: WireProtocol>(
                     });
                     port.slots.borrow_mut().push(slot.clone());
                     let registered = Registered { port: port.clone(), slot };
-                    connections.spawn_local(serve_connection::<P>(stream, registered, handler.clone(), limits));
+                    connections.spawn_local(serve_connection::<P>(stream, registered, handler.clone(), limits, keyring.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(event = "accept_failed", error = %e, "cannot accept a connection");
@@ -737,39 +751,56 @@ async fn serve_connection<P: WireProtocol>(
     registered: Registered,
     handler: RequestHandler<P>,
     limits: ServerLimits,
+    keyring: Arc<Keyring>,
 ) {
     let peer = registered.slot.peer;
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
     }
-    let (read_half, write_half) = stream.split();
-    let (queue, queued) = mpsc::channel(limits.write_queue);
-    let writer = write_frames(write_half, queued, limits.idle_timeout, registered.slot.clone());
-    tokio::pin!(writer);
-    let mut reader = ConnectionReader {
-        stream: read_half,
-        buf: Vec::new(),
-        reservation: None,
-        frame_started: None,
-        registered: &registered,
-        limits,
-        keys: P::LIMIT_KEYS,
-        greeting: P::GREETING,
+    let end = match open_session::<P>(&mut stream, limits, &registered.slot, &keyring).await {
+        Err(end) => end,
+        Ok(session) => {
+            let (seal, open) = match session.ciphers {
+                Some(c) => (Some(c.seal), Some(c.open)),
+                None => (None, None),
+            };
+            let (read_half, write_half) = stream.split();
+            let (queue, queued) = mpsc::channel(limits.write_queue);
+            let writer = write_frames(
+                SecureWrite::new(write_half, seal),
+                queued,
+                limits.idle_timeout,
+                registered.slot.clone(),
+            );
+            tokio::pin!(writer);
+            let mut reader = ConnectionReader {
+                stream: SecureRead::new(read_half, open),
+                buf: Vec::new(),
+                reservation: None,
+                frame_started: None,
+                registered: &registered,
+                limits,
+                keys: P::LIMIT_KEYS,
+            };
+            let end = tokio::select! {
+                end = reader.run::<P>(&handler, queue) => end,
+                written = &mut writer => End::Failed(match written {
+                    Ok(()) => "the answer queue closed".to_string(),
+                    Err(e) => format!("cannot write to the client: {}", io_text(&e)),
+                }),
+            };
+            drop(reader);
+            if let End::PeerClosed = end {
+                // Every sender is gone now: the writer sends what is queued and shuts down.
+                if let Err(e) = writer.await {
+                    tracing::debug!(%peer, error = %e, "could not send the last answers");
+                }
+            }
+            end
+        }
     };
-    let end = tokio::select! {
-        end = reader.run::<P>(&handler, queue) => end,
-        written = &mut writer => End::Failed(match written {
-            Ok(()) => "the answer queue closed".to_string(),
-            Err(e) => format!("cannot write to the client: {}", io_text(&e)),
-        }),
-    };
-    drop(reader);
     match end {
         End::PeerClosed => {
-            // Every sender is gone now: the writer sends what is queued and shuts down.
-            if let Err(e) = writer.await {
-                tracing::debug!(%peer, error = %e, "could not send the last answers");
-            }
             tracing::debug!(event = "connection_closed", %peer, reason = "closed by the client", "client connection closed");
         }
         End::Closed(reason) => {
@@ -778,6 +809,50 @@ async fn serve_connection<P: WireProtocol>(
         End::Failed(reason) => {
             tracing::warn!(event = "connection_closed", %peer, %reason, "closing a client connection");
         }
+    }
+}
+
+/// Greets the client, checks its greeting and runs the [`auth`] handshake, within the
+/// handshake time (at most the idle time); a connection evicted meanwhile ends.
+async fn open_session<P: WireProtocol>(
+    stream: &mut TcpStream,
+    limits: ServerLimits,
+    slot: &Slot,
+    keyring: &Keyring,
+) -> Result<auth::Session, End> {
+    let limit = limits.handshake.min(limits.idle_timeout);
+    let (mut read, mut write) = stream.split();
+    let work = async {
+        write
+            .write_all(&P::GREETING)
+            .await
+            .map_err(|e| End::Failed(format!("cannot greet: {}", io_text(&e))))?;
+        let mut greeting = [0u8; 5];
+        match read_full(&mut read, &mut greeting).await {
+            Err(e) => return Err(End::Failed(format!("read failed: {}", io_text(&e)))),
+            Ok(0) => return Err(End::PeerClosed),
+            Ok(5) => {}
+            Ok(n) => {
+                return Err(End::Failed(format!(
+                    "the stream ended after {n} bytes of the greeting"
+                )))
+            }
+        }
+        slot.touch();
+        check_greeting(&greeting, "client", P::VERSION).map_err(End::Failed)?;
+        auth::accept(&mut read, &mut write, keyring)
+            .await
+            .map_err(|refusal| End::Failed(refusal.0))
+    };
+    tokio::select! {
+        biased;
+        _ = slot.evict.notified() => {
+            Err(End::Closed("closed to make room for a new connection before it greeted".to_string()))
+        }
+        done = tokio::time::timeout(limit, work) => match done {
+            Ok(result) => result,
+            Err(_) => Err(End::Failed(format!("no greeting within {limit:?}"))),
+        },
     }
 }
 
@@ -793,8 +868,6 @@ struct ConnectionReader<'a, R> {
     limits: ServerLimits,
     /// The keys of `limits`, named when the connection hits one.
     keys: LimitKeys,
-    /// The protocol's greeting.
-    greeting: [u8; 5],
 }
 
 impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
@@ -810,13 +883,6 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
         handler: &RequestHandler<P>,
         queue: mpsc::Sender<Vec<u8>>,
     ) -> End {
-        self.slot().unsent.set(self.slot().unsent.get() + 1);
-        if queue.send(self.greeting.to_vec()).await.is_err() {
-            return End::Failed("the answer queue closed".to_string());
-        }
-        if let Some(end) = self.greeting().await {
-            return end;
-        }
         let mut in_flight = JoinSet::new();
         let mut ended = false;
         loop {
@@ -880,33 +946,6 @@ impl<R: AsyncRead + Unpin> ConnectionReader<'_, R> {
                 },
                 _ = sleep_until_opt(deadline) => return self.timed_out(),
             }
-        }
-    }
-
-    /// Reads the client's greeting within the handshake time; `Some` ends the connection.
-    async fn greeting(&mut self) -> Option<End> {
-        let limit = self.limits.handshake.min(self.limits.idle_timeout);
-        let mut greeting = [0u8; 5];
-        let read = tokio::select! {
-            biased;
-            _ = self.registered.slot.evict.notified() => {
-                return Some(End::Closed("closed to make room for a new connection before it greeted".to_string()));
-            }
-            read = tokio::time::timeout(limit, read_full(&mut self.stream, &mut greeting)) => read,
-        };
-        match read {
-            Err(_) => Some(End::Failed(format!("no greeting within {limit:?}"))),
-            Ok(Err(e)) => Some(End::Failed(format!("read failed: {}", io_text(&e)))),
-            Ok(Ok(0)) => Some(End::PeerClosed),
-            Ok(Ok(5)) => {
-                self.slot().touch();
-                check_greeting(&greeting, "client", self.greeting[4])
-                    .err()
-                    .map(End::Failed)
-            }
-            Ok(Ok(n)) => Some(End::Failed(format!(
-                "the stream ended after {n} bytes of the greeting"
-            ))),
         }
     }
 
@@ -1096,7 +1135,10 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 /// A client's connection to a server of protocol `P`: one call at a time.
 pub struct ClientConnection<P: WireProtocol> {
     peer: Peer,
-    stream: TcpStream,
+    read: SecureRead<tokio::net::tcp::OwnedReadHalf>,
+    write: SecureWrite<tokio::net::tcp::OwnedWriteHalf>,
+    /// The secret it proved, to prove again when it connects again.
+    keyring: Arc<Keyring>,
     next_id: u64,
     /// Bytes read but not yet taken as frames (kept across calls, so reading is safe to
     /// abandon).
@@ -1123,6 +1165,15 @@ impl<P: WireProtocol> ClientConnection<P> {
     /// Connects to the server of `P` at `addr` (`host:port`) and exchanges greetings, all
     /// within `timeout`.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<ClientConnection<P>, TransportError> {
+        ClientConnection::connect_secured(addr, timeout, Keyring::open()).await
+    }
+
+    /// [`ClientConnection::connect`], proving `keyring`'s secret to the server ([`auth`]).
+    pub async fn connect_secured(
+        addr: &str,
+        timeout: Duration,
+        keyring: Arc<Keyring>,
+    ) -> Result<ClientConnection<P>, TransportError> {
         let deadline = Instant::now() + timeout;
         let peer = Peer::of::<P>(addr);
         let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
@@ -1133,9 +1184,12 @@ impl<P: WireProtocol> ClientConnection<P> {
         if let Err(source) = stream.set_nodelay(true) {
             return Err(TransportError::Io { peer, source });
         }
+        let (read, write) = stream.into_split();
         let mut connection = ClientConnection {
             peer,
-            stream,
+            read: SecureRead::new(read, None),
+            write: SecureWrite::new(write, None),
+            keyring,
             next_id: 1,
             received: Vec::new(),
             broken: None,
@@ -1166,7 +1220,7 @@ impl<P: WireProtocol> ClientConnection<P> {
                 io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
             )
         };
-        if let Err(e) = self.stream.write_all(&P::GREETING).await {
+        if let Err(e) = self.write.write_all(&P::GREETING).await {
             return Err(if refused(&e) {
                 TransportError::Handshake {
                     peer: self.peer.clone(),
@@ -1177,7 +1231,7 @@ impl<P: WireProtocol> ClientConnection<P> {
             });
         }
         let mut greeting = [0u8; 5];
-        let received = match read_full(&mut self.stream, &mut greeting).await {
+        let received = match read_full(&mut self.read, &mut greeting).await {
             Ok(n) => n,
             Err(e) if refused(&e) => 0,
             Err(e) => return Err(self.io_error(e)),
@@ -1190,7 +1244,18 @@ impl<P: WireProtocol> ClientConnection<P> {
         checked.map_err(|reason| TransportError::Handshake {
             peer: self.peer.clone(),
             reason,
-        })
+        })?;
+        let session = auth::offer(&mut self.read, &mut self.write, &self.keyring, None)
+            .await
+            .map_err(|reason| TransportError::Handshake {
+                peer: self.peer.clone(),
+                reason,
+            })?;
+        if let Some(ciphers) = session.ciphers {
+            self.read.start(ciphers.open);
+            self.write.start(ciphers.seal);
+        }
+        Ok(())
     }
 
     /// Sends `request` and waits up to `timeout` for its answer. After a failure other than a
@@ -1214,7 +1279,8 @@ impl<P: WireProtocol> ClientConnection<P> {
                 "the {} closed the idle connection; connecting again",
                 P::SERVER
             );
-            let fresh = ClientConnection::connect(&self.peer.addr, timeout).await?;
+            let fresh =
+                ClientConnection::connect_secured(&self.peer.addr, timeout, self.keyring.clone()).await?;
             let next_id = self.next_id;
             *self = fresh;
             self.next_id = next_id;
@@ -1240,21 +1306,23 @@ impl<P: WireProtocol> ClientConnection<P> {
     /// Whether the server has closed this connection (bytes it sent before closing, late
     /// answers to abandoned calls, are kept). Does not wait.
     fn closed_by_peer(&mut self) -> bool {
-        let mut chunk = [0u8; 4096];
+        use futures_util::FutureExt;
         loop {
-            match self.stream.try_read(&mut chunk) {
-                Ok(0) => return true,
-                Ok(n) => self.received.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return true,
+            // One poll: a read that would wait leaves its partial record in the reader.
+            match self.read.read_buf(&mut self.received).now_or_never() {
+                None => return false,
+                Some(Ok(0)) => return true,
+                Some(Ok(_)) => {}
+                Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Some(Err(_)) => return true,
             }
         }
     }
 
     async fn exchange(&mut self, id: u64, frame: &[u8]) -> Result<P::Response, TransportError> {
         self.broken = Some(INTERRUPTED_WRITE.to_string());
-        self.stream.write_all(frame).await.map_err(|e| self.io_error(e))?;
+        self.write.write_all(frame).await.map_err(|e| self.io_error(e))?;
+        self.write.flush().await.map_err(|e| self.io_error(e))?;
         self.broken = None;
         loop {
             let answer: ResponseFrame<P::Response> = self.next_frame().await?;
@@ -1288,7 +1356,7 @@ impl<P: WireProtocol> ClientConnection<P> {
             };
             self.received
                 .reserve(missing.clamp(INITIAL_BODY_CAPACITY, 1 << 20));
-            match self.stream.read_buf(&mut self.received).await {
+            match self.read.read_buf(&mut self.received).await {
                 Ok(0) => {
                     return Err(TransportError::Closed {
                         peer: self.peer.clone(),
@@ -1474,11 +1542,17 @@ pub mod testkit {
     pub async fn raw_connect<P: WireProtocol>(addr: SocketAddr) -> TcpStream {
         let mut stream = within("raw connect", TcpStream::connect(addr)).await.unwrap();
         stream.write_all(&P::GREETING).await.unwrap();
+        stream.write_all(&auth::plain_hello()).await.unwrap();
         let mut greeting = [0u8; 5];
         within("server greeting", stream.read_exact(&mut greeting))
             .await
             .unwrap();
         assert_eq!(greeting, P::GREETING);
+        let mut answer = vec![0u8; auth::plain_answer().len()];
+        within("server handshake", stream.read_exact(&mut answer))
+            .await
+            .unwrap();
+        assert_eq!(answer, auth::plain_answer());
         stream
     }
 
@@ -1893,7 +1967,7 @@ mod tests {
             .await;
         assert_eq!(
             closed.get("peer"),
-            Some(&client.stream.local_addr().unwrap().to_string())
+            Some(&client.write.get_ref().local_addr().unwrap().to_string())
         );
         // The next call finds the connection closed and opens another one by itself.
         within("the close to reach the client", async {

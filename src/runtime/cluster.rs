@@ -278,7 +278,7 @@ impl Cluster {
             .inner
             .routes
             .link_to(&origin.addr)
-            .unwrap_or_else(|| (serving.connect)(&origin.addr));
+            .unwrap_or_else(|| (serving.connect)(&origin.addr, &prefix));
         self.route(prefix, link, Some(origin.addr.clone()), true);
     }
 
@@ -386,7 +386,7 @@ impl Cluster {
             .inner
             .routes
             .link_to(addr)
-            .unwrap_or_else(|| (serving.connect)(addr));
+            .unwrap_or_else(|| (serving.connect)(addr, &prefix));
         // Connected at once: the other process learns this one (its hello) before anything
         // is sent, so it can reach this process's actors from the start.
         link.open();

@@ -115,7 +115,9 @@ pub type Service = Arc<dyn Fn(RemoteMessage) -> ReplyFuture + Send + Sync>;
 
 /// Makes a link to the process at an address (the transport's, handed to
 /// [`Cluster::serve_at`](super::Cluster::serve_at)).
-pub type Connect = Arc<dyn Fn(&str) -> Arc<dyn RemoteLink> + Send + Sync>;
+/// Its arguments: the address, and the root of the paths the link will carry (a transport
+/// that authenticates offers the secret that root's process accepts).
+pub type Connect = Arc<dyn Fn(&str, &ActorPath) -> Arc<dyn RemoteLink> + Send + Sync>;
 
 /// What this process serves and how it reaches others by address.
 pub(crate) struct Serving {

@@ -438,6 +438,8 @@ mod tests {
             first.write_all(&P::GREETING).await.unwrap();
             let mut greeting = [0u8; 5];
             first.read_exact(&mut greeting).await.unwrap();
+            let _: Option<crate::rpc::auth::Handshake> = read_frame(&mut first, 4096).await.unwrap();
+            first.write_all(&crate::rpc::auth::plain_answer()).await.unwrap();
             let request: RequestFrame<ClientRequest> =
                 read_frame(&mut first, MAX_FRAME_BYTES).await.unwrap().unwrap();
             let wrong = ResponseFrame {
@@ -448,6 +450,8 @@ mod tests {
             let (mut second, _) = listener.accept().await.unwrap();
             second.write_all(&P::GREETING).await.unwrap();
             second.read_exact(&mut greeting).await.unwrap();
+            let _: Option<crate::rpc::auth::Handshake> = read_frame(&mut second, 4096).await.unwrap();
+            second.write_all(&crate::rpc::auth::plain_answer()).await.unwrap();
             let _: Option<RequestFrame<ClientRequest>> =
                 read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
             drop(second);
