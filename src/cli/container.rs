@@ -94,9 +94,23 @@ async fn serve(command: Vec<String>, file: ContainerLaunchFile) -> Result<i32, S
     let signals =
         super::node::Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let limits = super::node::actor_limits();
-    let (addr, _serving) =
-        crate::rpc::remote::serve_cluster(&cluster, root.clone(), &format!("{}:0", file.bind), limits)
-            .await?;
+    // It holds its application's secret only: it proves it to the node and accepts the
+    // connections of its application's other processes (and of its node, which derives it).
+    let keyring = crate::yarn::security::container_keyring(
+        &file.container.id.attempt.app.to_string(),
+        file.credentials.as_ref().map(|c| c.0.as_str()),
+        file.encrypt,
+    )
+    .map_err(|e| format!("{LAUNCH_FILE}: credentials: {e}"))?;
+    let security = crate::rpc::remote::Security { keyring, gate: None };
+    let (addr, _serving) = crate::rpc::remote::serve_cluster_secured(
+        &cluster,
+        root.clone(),
+        &format!("{}:0", file.bind),
+        limits,
+        security,
+    )
+    .await?;
     crate::yarn::client_service::offer_admin(&cluster, None);
     let node_root = ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
     cluster.route_to(node_root, &file.node_actors)?;

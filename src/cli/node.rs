@@ -102,15 +102,18 @@ pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Re
         // Handle Ctrl-C and SIGTERM from before the readiness line on.
         let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
         let node_root = crate::runtime::ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
+        let keyring = crate::yarn::security::node_keyring(&conf, crate::rpc::auth::AcceptApps::Any, false)?;
+        let security = crate::yarn::security::daemon_security(keyring.clone(), false);
         let (actors, _serving) =
-            crate::rpc::remote::serve_cluster(&cluster, node_root, &tracker, actor_limits()).await?;
+            crate::rpc::remote::serve_cluster_secured(&cluster, node_root, &tracker, actor_limits(), security).await?;
         crate::yarn::client_service::offer_admin(&cluster, None);
         let launchers = match mode {
             ContainerMode::InProcess => super::roles::launchers(),
             ContainerMode::Process => {
                 let bind = actors.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or_default();
                 {
-                    let containers = super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?;
+                    let mut containers = super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?;
+                    containers.keyring = keyring.clone();
                     crate::yarn::client_service::offer_admin(&cluster, Some(containers.processes.clone()));
                     containers.launchers()
                 }

@@ -93,8 +93,16 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
             .build()?;
         let signals = Signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
         let root = node_manager_root(&spec.host);
-        let (actors, _serving) =
-            crate::rpc::remote::serve_cluster(&cluster, root.clone(), &format!("{bind}:0"), actor_limits()).await?;
+        let keyring = crate::yarn::security::node_keyring(&conf, crate::rpc::auth::AcceptApps::Any, false)?;
+        let security = crate::yarn::security::daemon_security(keyring.clone(), false);
+        let (actors, _serving) = crate::rpc::remote::serve_cluster_secured(
+            &cluster,
+            root.clone(),
+            &format!("{bind}:0"),
+            actor_limits(),
+            security,
+        )
+        .await?;
         crate::yarn::client_service::offer_admin(&cluster, None);
         let node_root = ActorPath::root(NODE_ROOT).map_err(|e| e.to_string())?;
         cluster.route_to(node_root, &rm_addr)?;
@@ -104,7 +112,8 @@ pub fn run(args: &NodeManagerArgs, conf: SparkConf) -> Result<i32, String> {
             ContainerMode::InProcess => super::roles::launchers(),
             ContainerMode::Process => {
                 {
-                    let containers = super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?;
+                    let mut containers = super::process_containers::ProcessContainers::from_conf(&conf, &actors, &bind, Some(log_dir.clone()))?;
+                    containers.keyring = keyring.clone();
                     crate::yarn::client_service::offer_admin(&cluster, Some(containers.processes.clone()));
                     containers.launchers()
                 }

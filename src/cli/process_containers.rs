@@ -46,6 +46,8 @@ pub struct ProcessContainers {
     pub processes: ContainerProcesses,
     /// The user containers run as (YARN's `usercache/<user>`).
     pub user: String,
+    /// The node's secrets: each container's launch file gets its application's secret.
+    pub keyring: std::sync::Arc<crate::rpc::auth::Keyring>,
 }
 
 impl ProcessContainers {
@@ -95,6 +97,7 @@ impl ProcessContainers {
             executor: ContainerExecutorConf::from_conf(conf).map_err(|e| e.to_string())?,
             processes: ContainerProcesses::new(),
             user,
+            keyring: crate::rpc::auth::Keyring::open(),
         })
     }
 
@@ -129,11 +132,31 @@ impl ProcessContainers {
             rm: launch.rm.as_str().to_string(),
             node_actors: self.node_actors.clone(),
             log_dir: self.log_dir.clone(),
+            // YARN's NodeManager localizes the application's credentials for each container:
+            // the launch context's, else derived from the node's secret.
+            credentials: launch.context.tokens.clone().or_else(|| {
+                self.keyring
+                    .application_secret(&app)
+                    .map(|secret| crate::yarn::records::Credentials(secret.expose()))
+            }),
+            encrypt: self.keyring.encrypts(),
         };
         let text =
             serde_json::to_string_pretty(&file).map_err(|e| format!("cannot write {LAUNCH_FILE}: {e}"))?;
         let path = work_dir.join(LAUNCH_FILE);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // It holds the application's secret: the container's user alone reads it.
+        let written = {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(text.as_bytes()))
+        };
+        written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let mut env: Vec<(String, String)> = launch
             .context
             .environment

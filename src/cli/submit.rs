@@ -33,6 +33,7 @@ use crate::deploy::spark_submit::{Interrupt, SparkSubmit, SubmitPlan, SubmitStat
 use crate::deploy::spark_submit_arguments::{
     self as ssa, SparkSubmitAction, SparkSubmitArguments, SubmitArgsError,
 };
+use crate::rpc::auth::AcceptApps;
 use crate::runtime::fault::PlanRun;
 use crate::runtime::{
     ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, SupervisorSpec,
@@ -217,6 +218,34 @@ fn gave_up_message(reason: &ExitReason, app: Option<String>, remote: bool) -> St
 fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPlan>) -> Result<i32, String> {
     let target = target(&parsed, &conf)?;
     let log_dir = crate::logs::reader::resolve_log_dir(parsed.log_dir.as_deref().map(Path::new));
+    let embedded = matches!(target, Target::Embedded(_));
+    let mut conf = conf;
+    if embedded
+        && conf
+            .get(&crate::conf::AUTHENTICATE_SECRET)
+            .ok()
+            .flatten()
+            .is_none()
+    {
+        // An embedded cluster with spark.authenticate and no secret draws its own: the
+        // Client derives the application's from it.
+        if let Some(secret) = crate::yarn::security::node_secret(&conf, true)? {
+            if conf
+                .get(&crate::conf::AUTHENTICATE_SECRET_FILE)
+                .ok()
+                .flatten()
+                .is_none()
+            {
+                conf.set(crate::conf::AUTHENTICATE_SECRET.name(), secret.expose());
+            }
+        }
+    }
+    let accept = if embedded {
+        AcceptApps::Any
+    } else {
+        AcceptApps::Own
+    };
+    let keyring = crate::yarn::security::node_keyring(&conf, accept, false)?;
     let conf = Arc::new(conf);
     let system = actix::System::new();
     system.block_on(async move {
@@ -235,22 +264,24 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
                     super::node::ContainerMode::InProcess => super::roles::launchers(),
                     super::node::ContainerMode::Process => {
                         let root = ActorPath::root(crate::yarn::node::NODE_ROOT).map_err(|e| e.to_string())?;
-                        let (actors, serving) = crate::rpc::remote::serve_cluster(
+                        let (actors, serving) = crate::rpc::remote::serve_cluster_secured(
                             &cluster,
                             root,
                             "127.0.0.1:0",
                             super::node::actor_limits(),
+                            crate::yarn::security::daemon_security(keyring.clone(), true),
                         )
                         .await?;
                         crate::yarn::client_service::offer_admin(&cluster, None);
                         _serving = Some(serving);
                         {
-                    let containers = super::process_containers::ProcessContainers::from_conf(
+                    let mut containers = super::process_containers::ProcessContainers::from_conf(
                             &conf,
                             &actors,
                             "127.0.0.1",
                             Some(log_dir.clone()),
                         )?;
+                    containers.keyring = keyring.clone();
                     crate::yarn::client_service::offer_admin(&cluster, Some(containers.processes.clone()));
                     containers.launchers()
                 }
@@ -267,12 +298,22 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
                     // processes, reach it at spark.driver.host:spark.driver.port.
                     let bind = driver_bind(&conf, addr)?;
                     let root = ActorPath::root("submit").map_err(|e| e.to_string())?;
-                    let (actors, serving) =
-                        crate::rpc::remote::serve_cluster(&cluster, root, &bind, super::node::actor_limits()).await?;
+                    let security = crate::rpc::remote::Security {
+                        keyring: keyring.clone(),
+                        gate: None,
+                    };
+                    let (actors, serving) = crate::rpc::remote::serve_cluster_secured(
+                        &cluster,
+                        root,
+                        &bind,
+                        super::node::actor_limits(),
+                        security,
+                    )
+                    .await?;
                     tracing::info!(address = %actors, "Successfully started service 'sparkDriver' on {actors}");
                     _serving = Some(serving);
                 }
-                (RmConnection::remote(addr), None)
+                (RmConnection::remote_secured(addr, keyring.clone()), None)
             }
         };
         let embedded_rm = local_rm.clone().map(RmConnection::Local);

@@ -947,6 +947,23 @@ keys! {
         "(process for sparkyard node, in-process for the embedded cluster)"
     );
 
+    /// Whether every connection to a node's ports proves a shared secret (Spark's
+    /// `spark.authenticate`): the node's, or an application's derived from it.
+    AUTHENTICATE: BoolEntry = ConfEntry::new("spark.authenticate", BoolKind, "false");
+
+    /// The node's shared secret, when `spark.authenticate` is on (prefer the file: a value on
+    /// a command line is visible to `ps`).
+    AUTHENTICATE_SECRET: OptStrEntry = OptEntry::new("spark.authenticate.secret", StrKind, "(none)");
+
+    /// A file holding the node's shared secret (read as is, no newline stripped); wins over
+    /// `spark.authenticate.secret`.
+    AUTHENTICATE_SECRET_FILE: OptStrEntry =
+        OptEntry::new("spark.authenticate.secret.file", StrKind, "(none)");
+
+    /// Whether authenticated connections are encrypted after their handshake
+    /// (ChaCha20-Poly1305 here; AES-GCM in Spark's AuthEngine).
+    NETWORK_CRYPTO_ENABLED: BoolEntry = ConfEntry::new("spark.network.crypto.enabled", BoolKind, "false");
+
     /// Where NodeManagers keep their containers' working directories
     /// (`<dir>/usercache/<user>/appcache/<app>/<container>`). Default: a directory under the
     /// system's temporary directory.

@@ -45,6 +45,12 @@ pub use parse::{
     format_duration, format_size, parse_bool, parse_humane_time, parse_list, parse_size, parse_time,
     SizeUnit, TimeUnit,
 };
+/// Whether `key` holds or points to the node's shared secret, which never leaves the node and
+/// its clients (not in an application's configuration, not to its executors).
+pub fn holds_node_secret(key: &str) -> bool {
+    key == AUTHENTICATE_SECRET.name() || key == AUTHENTICATE_SECRET_FILE.name()
+}
+
 pub use redact::{is_valid_pattern, Redactor, DEFAULT_REDACTION_REGEX, REDACTION_REPLACEMENT_TEXT};
 pub use supervision::supervision;
 pub use validate::{nearest_known_key, ConfWarning};
@@ -180,6 +186,18 @@ impl SparkConf {
             self.settings.insert(k.into(), v.into());
         }
         self
+    }
+
+    /// Keeps only the keys `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        let gone: Vec<String> = self
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .filter(|k| !keep(k))
+            .collect();
+        for key in gone {
+            self.remove(&key);
+        }
     }
 
     /// Removes `key` (exactly this name), returning its value.

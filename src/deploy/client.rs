@@ -64,6 +64,8 @@ pub enum RmConnection {
     Remote {
         addr: String,
         conn: Arc<tokio::sync::Mutex<RemoteSlot>>,
+        /// The node's secret it proves (`spark.authenticate`).
+        keyring: Arc<crate::rpc::auth::Keyring>,
     },
 }
 
@@ -106,9 +108,23 @@ enum Try {
 impl RmConnection {
     /// A connection to the node at `addr` (connected on first use).
     pub fn remote(addr: &str) -> RmConnection {
+        RmConnection::remote_secured(addr, crate::rpc::auth::Keyring::open())
+    }
+
+    /// Makes `app` the application of this process (a client-mode driver then accepts its
+    /// containers' connections, and no other application's).
+    pub fn adopt(&self, app: ApplicationId) {
+        if let RmConnection::Remote { keyring, .. } = self {
+            keyring.adopt(&app.to_string());
+        }
+    }
+
+    /// A connection to the node at `addr` that proves `keyring`'s secret.
+    pub fn remote_secured(addr: &str, keyring: Arc<crate::rpc::auth::Keyring>) -> RmConnection {
         RmConnection::Remote {
             addr: addr.to_string(),
             conn: Arc::new(tokio::sync::Mutex::new(RemoteSlot::default())),
+            keyring,
         }
     }
 
@@ -164,10 +180,10 @@ impl RmConnection {
                 ClientResponse::Failed(e) => Try::Retry(e),
                 answer => Try::Answer(answer),
             },
-            RmConnection::Remote { addr, conn } => {
+            RmConnection::Remote { addr, conn, keyring } => {
                 let mut slot = conn.lock().await;
                 if slot.conn.is_none() {
-                    match ClientConnection::connect(addr, CALL_TIMEOUT).await {
+                    match ClientConnection::connect_secured(addr, CALL_TIMEOUT, keyring.clone()).await {
                         Ok(c) => {
                             slot.conn = Some(c);
                             slot.connected_once = true;
@@ -377,6 +393,7 @@ pub async fn prepare_submission(
     );
     let new_app = rm.new_application().await?;
     let app_id = new_app.app_id;
+    rm.adopt(app_id);
     let max_mem = new_app.maximum_capability.memory_mb;
     tracing::info!(
         app_id = %app_id,
@@ -428,8 +445,13 @@ pub async fn prepare_submission(
     };
     let mut am_conf = (**conf).clone();
     am_conf.set("spark.yarn.app.id", app_id.to_string());
+    // The node's secret stays with the node and its clients; the application gets its own
+    // (YARN's credentials), which cannot open another application's connections.
+    let node_secret = crate::yarn::security::node_secret(conf, false)?;
+    am_conf.retain(|key| !conf::holds_node_secret(key));
     let mut spec = ContainerLaunchContext {
         command: build_command(&[], "", role, am_command_args(&am_args)),
+        tokens: node_secret.map(|secret| Credentials(secret.for_application(&app_id.to_string()).expose())),
         ..ContainerLaunchContext::default()
     };
     spec.local_resources

@@ -105,6 +105,9 @@ impl ExecutorRunnable {
             command: self.prepare_command(),
             environment,
             local_resources: BTreeMap::new(),
+            // The NodeManager localizes the application's credentials for each of its
+            // containers (it holds the node's secret the application's is derived from).
+            tokens: None,
         }
     }
 }

@@ -869,7 +869,7 @@ impl Handler<RetrieveSparkAppConfig> for DriverEndpoint {
             spark_properties: self
                 .conf
                 .iter()
-                .filter(|(k, _)| k.starts_with("spark."))
+                .filter(|(k, _)| k.starts_with("spark.") && !crate::conf::holds_node_secret(k))
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             log_level: None,

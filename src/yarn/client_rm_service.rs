@@ -26,7 +26,7 @@ use super::client_service;
 use super::protocol::{AdminRequest, ClientProtocol, ClientRequest, ClientResponse};
 use crate::conf::{self, SparkConf};
 use crate::logs::ctx::in_scope;
-use crate::rpc::tcp::{serve_limited, RequestHandler, ServerLimits, SMALL_FRAME_BYTES};
+use crate::rpc::tcp::{serve_secured, RequestHandler, ServerLimits, SMALL_FRAME_BYTES};
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Me};
 use crate::yarn::protocol::ApplicationClientProtocol;
@@ -73,6 +73,8 @@ pub struct ClientRmService {
     rm: ActorPath,
     limits: ServerLimits,
     stop: Option<watch::Sender<bool>>,
+    /// The secrets a client must prove (an open keyring: anyone).
+    keyring: Arc<crate::rpc::auth::Keyring>,
 }
 
 impl ClientRmService {
@@ -83,7 +85,15 @@ impl ClientRmService {
             rm,
             limits,
             stop: None,
+            keyring: crate::rpc::auth::Keyring::open(),
         }
+    }
+
+    /// The port proves and asks for the node's secret (`spark.authenticate`): only holders of
+    /// the node's secret (its clients and daemons) connect, never an application's container.
+    pub fn secured(mut self, keyring: Arc<crate::rpc::auth::Keyring>) -> Self {
+        self.keyring = keyring.accepting(crate::rpc::auth::AcceptApps::NoApps);
+        self
     }
 }
 
@@ -149,7 +159,7 @@ impl Actor for ClientRmService {
         });
         let (tx, rx) = watch::channel(false);
         self.stop = Some(tx);
-        ctx.spawn(serve_limited(listener, handler, rx, limits).into_actor(self));
+        ctx.spawn(serve_secured(listener, handler, rx, limits, self.keyring.clone()).into_actor(self));
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {

@@ -48,6 +48,13 @@ pub struct ContainerLaunchFile {
     pub node_actors: String,
     /// Where the structured logs go (the node's log directory), if anywhere.
     pub log_dir: Option<std::path::PathBuf>,
+    /// The application's secret (`spark.authenticate`): the process proves it on every
+    /// connection and accepts its application's connections only.
+    #[serde(default)]
+    pub credentials: Option<crate::yarn::records::Credentials>,
+    /// `spark.network.crypto.enabled` on the node.
+    #[serde(default)]
+    pub encrypt: bool,
 }
 
 /// The ids a container's records carry: its application, attempt and container, plus those

@@ -20,3 +20,4 @@ pub mod protocol;
 pub mod records;
 pub mod resource_manager;
 pub mod scheduler;
+pub mod security;

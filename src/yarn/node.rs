@@ -77,9 +77,10 @@ pub fn start_node(
     if let Some(listener) = listener {
         let rm = rm.clone();
         let limits = super::client_rm_service::client_port_limits(conf)?;
+        let keyring = super::security::node_keyring(conf, crate::rpc::auth::AcceptApps::NoApps, false)?;
         spec = spec.child(
             ChildSpec::worker("client-rm-service", move |_, me| {
-                ClientRmService::new(me, listener.clone(), rm.clone(), limits)
+                ClientRmService::new(me, listener.clone(), rm.clone(), limits).secured(keyring.clone())
             })
             .ids(LogIds::default().node(rm_host)),
         );

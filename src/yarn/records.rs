@@ -307,6 +307,21 @@ pub struct ContainerLaunchContext {
     pub command: Vec<String>,
     pub environment: BTreeMap<String, String>,
     pub local_resources: BTreeMap<String, String>,
+    /// The application's credentials (YARN's `tokens`): its secret when `spark.authenticate`
+    /// is on. Never printed.
+    #[serde(default)]
+    pub tokens: Option<Credentials>,
+}
+
+/// An application's secret as a launch context carries it: printed as redacted.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Credentials(pub String);
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(crate::conf::REDACTION_REPLACEMENT_TEXT)
+    }
 }
 
 /// What the Client hands the ResourceManager (ApplicationSubmissionContext).
