@@ -77,9 +77,13 @@ pub fn start_node(
     if let Some(listener) = listener {
         let rm = rm.clone();
         let limits = super::client_rm_service::client_port_limits(conf)?;
+        let acls = Arc::new(super::acls::AclsManager::from_conf(
+            conf,
+            &super::acls::login_user(),
+        )?);
         spec = spec.child(
             ChildSpec::worker("client-rm-service", move |_, me| {
-                ClientRmService::new(me, listener.clone(), rm.clone(), limits)
+                ClientRmService::new(me, listener.clone(), rm.clone(), limits).acls(acls.clone())
             })
             .ids(LogIds::default().node(rm_host)),
         );
