@@ -18,7 +18,8 @@
 //!   everything; an application's owner may view and modify it; others need its VIEW_APP or
 //!   MODIFY_APP ACL (an application without one allows nobody else, YARN's default `" "`).
 //! - A real user may act as a proxy user when `hadoop.proxyuser.<real>.users` names the
-//!   proxy user (or `.groups` one of its groups, or either is `*`) and
+//!   proxy user (or `.groups` one of its groups, or either is `*`; each key also as
+//!   `spark.hadoop.hadoop.proxyuser.*`, as Spark passes Hadoop settings) and
 //!   `hadoop.proxyuser.<real>.hosts` includes the address the call came from (`*`, a host
 //!   name, an address, or an IPv4 `a.b.c.d/n` range); otherwise Hadoop's "User: alice is not
 //!   allowed to impersonate bob".
@@ -37,6 +38,9 @@ use crate::conf::{self, SparkConf};
 pub const HADOOP_USER_NAME: &str = "HADOOP_USER_NAME";
 /// The prefix of ProxyUsers' keys: `hadoop.proxyuser.<real user>.{users,groups,hosts}`.
 pub const PROXYUSER_PREFIX: &str = "hadoop.proxyuser.";
+
+/// Hadoop settings passed through Spark's configuration (`spark.hadoop.<key>`).
+const SPARK_HADOOP_PREFIX: &str = "spark.hadoop.";
 
 /// How long a user's groups are kept (`hadoop.security.groups.cache.secs`).
 const GROUPS_CACHE: Duration = Duration::from_secs(300);
@@ -312,9 +316,12 @@ pub struct ProxyUsers {
 }
 
 impl ProxyUsers {
+    /// The rules of `conf`, whose keys are `hadoop.proxyuser.*` or, as Spark passes Hadoop
+    /// settings through its configuration, `spark.hadoop.hadoop.proxyuser.*` (which wins).
     pub fn from_conf(conf: &SparkConf) -> ProxyUsers {
         let mut reals = BTreeSet::new();
         for (key, _) in conf.iter() {
+            let key = key.strip_prefix(SPARK_HADOOP_PREFIX).unwrap_or(key);
             if let Some(rest) = key.strip_prefix(PROXYUSER_PREFIX) {
                 for suffix in [".users", ".groups", ".hosts"] {
                     if let Some(real) = rest.strip_suffix(suffix) {
@@ -329,7 +336,9 @@ impl ProxyUsers {
             .into_iter()
             .map(|real| {
                 let get = |s: &str| {
-                    conf.get_str(&format!("{PROXYUSER_PREFIX}{real}.{s}"))
+                    let key = format!("{PROXYUSER_PREFIX}{real}.{s}");
+                    conf.get_str(&format!("{SPARK_HADOOP_PREFIX}{key}"))
+                        .or_else(|| conf.get_str(&key))
                         .map(str::to_string)
                 };
                 let acl = AccessControlList::of(
@@ -575,7 +584,7 @@ mod tests {
         let mut conf = SparkConf::new();
         conf.set("hadoop.proxyuser.alice.users", "bob");
         conf.set("hadoop.proxyuser.alice.hosts", "127.0.0.1,10.0.0.0/8");
-        conf.set("hadoop.proxyuser.carol.groups", "*");
+        conf.set("spark.hadoop.hadoop.proxyuser.carol.groups", "*");
         conf.set("hadoop.proxyuser.carol.hosts", "*");
         conf.set("hadoop.proxyuser.dave.users", "*");
         let p = ProxyUsers::from_conf(&conf);

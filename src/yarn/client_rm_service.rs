@@ -511,8 +511,7 @@ mod tests {
             let (mut second, _) = listener.accept().await.unwrap();
             second.write_all(&P::GREETING).await.unwrap();
             second.read_exact(&mut greeting).await.unwrap();
-            let _: Option<RequestFrame<ClientCall>> =
-                read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
+            let _: Option<RequestFrame<ClientCall>> = read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
             drop(second);
             std::future::pending::<()>().await;
         });
