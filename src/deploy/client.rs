@@ -1000,3 +1000,43 @@ crate::protocol! {
 }
 
 crate::speaks!(Client: ClientControlProtocol);
+
+#[cfg(test)]
+mod acl_tests {
+    use super::*;
+
+    #[test]
+    fn application_acls_are_computed_as_spark_hands_them_to_yarn() {
+        use ApplicationAccessType::*;
+        let me = crate::yarn::acls::login_user();
+        let mut conf = SparkConf::new();
+        conf.set("spark.ui.view.acls", "carol");
+        // spark.acls.enable off: none.
+        assert!(application_acls_for_yarn(&conf, "alice").unwrap().is_empty());
+
+        conf.set("spark.acls.enable", "true");
+        conf.set("spark.admin.acls", "root2, ops1");
+        conf.set("spark.admin.acls.groups", "wheel");
+        conf.set("spark.modify.acls", "dave");
+        conf.set("spark.modify.acls.groups", "*");
+        conf.set("spark.ui.view.acls.groups", "readers");
+        let acls = application_acls_for_yarn(&conf, "alice").unwrap();
+        let mut view: Vec<&str> = vec!["alice", "carol", "ops1", "root2", &me];
+        view.sort();
+        view.dedup();
+        let mut modify: Vec<&str> = vec!["alice", "dave", "ops1", "root2", &me];
+        modify.sort();
+        modify.dedup();
+        assert_eq!(acls[&ViewApp], format!("{} readers,wheel", view.join(",")));
+        assert_eq!(acls[&ModifyApp], format!("{} *", modify.join(",")));
+
+        // `*` among the users makes the users part `*`.
+        conf.set("spark.ui.view.acls", "carol,*");
+        let acls = application_acls_for_yarn(&conf, "alice").unwrap();
+        assert_eq!(acls[&ViewApp], "* readers,wheel");
+        // The old name of spark.acls.enable still switches them on.
+        let mut old = SparkConf::new();
+        old.set("spark.ui.acls.enable", "true");
+        assert_eq!(application_acls_for_yarn(&old, "alice").unwrap().len(), 2);
+    }
+}

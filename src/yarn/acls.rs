@@ -498,9 +498,11 @@ mod tests {
         let g = AccessControlList::parse(" wheel");
         assert!(!g.allows_with("wheel", groups(&[])));
         assert!(g.allows_with("x", groups(&["wheel"])));
-        // Spaces around names and empty items are dropped.
-        let t = AccessControlList::parse("alice, ,bob");
-        assert!(t.allows_with("bob", groups(&[])));
+        // Spaces around names and empty items are dropped; the first space still splits.
+        let t = AccessControlList::parse("alice,, carol ,");
+        assert!(t.allows_with("alice", groups(&[])));
+        assert!(!t.allows_with("carol", groups(&[])));
+        assert!(t.allows_with("x", groups(&["carol"])));
         assert!(!t.allows_with("", groups(&[])));
     }
 

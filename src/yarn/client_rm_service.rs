@@ -544,7 +544,7 @@ mod tests {
     }
 
     #[test]
-    fn the_client_protocol_greets_with_version_2() {
-        assert_eq!(P::GREETING, [b'S', b'P', b'K', b'Y', 2]);
+    fn the_client_protocol_greets_with_version_3() {
+        assert_eq!(P::GREETING, [b'S', b'P', b'K', b'Y', 3]);
     }
 }
