@@ -145,10 +145,13 @@ pub fn login_user() -> String {
         .clone()
 }
 
+/// Each user's groups, with when they were looked up.
+type GroupsCache = HashMap<String, (Instant, Vec<String>)>;
+
 /// The OS groups of `user` (none for a user the OS does not know), cached as Hadoop's Groups
 /// caches them.
 pub fn groups_of(user: &str) -> Vec<String> {
-    static CACHE: OnceLock<Mutex<HashMap<String, (Instant, Vec<String>)>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<GroupsCache>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let now = Instant::now();
     if let Some((at, groups)) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(user) {

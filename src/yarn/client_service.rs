@@ -119,13 +119,13 @@ pub async fn serve(
             Ok(r) => ClientResponse::NewApplication(r),
             Err(e) => failed(e),
         },
-        ClientRequest::SubmitApplication(mut m) => match {
+        ClientRequest::SubmitApplication(mut m) => {
             m.0.user = caller.user;
-            rm.ask(m, timeout).await
-        } {
-            Ok(r) => ClientResponse::SubmitApplication(r),
-            Err(e) => failed(e),
-        },
+            match rm.ask(m, timeout).await {
+                Ok(r) => ClientResponse::SubmitApplication(r),
+                Err(e) => failed(e),
+            }
+        }
         ClientRequest::GetApplicationReport(mut m) => {
             if let Some(w) = &mut m.wait {
                 w.max = w.max.min(MAX_REPORT_WAIT);
