@@ -14,7 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sparkyard::rpc::tcp::{encode_frame, RequestFrame, WireProtocol};
-use sparkyard::yarn::protocol::{ClientProtocol, ClientRequest, GetApplicationReport, ReportWait};
+use sparkyard::yarn::protocol::{
+    ClientCall, ClientProtocol, ClientRequest, GetApplicationReport, ReportWait,
+};
 use sparkyard::yarn::records::{ApplicationId, FinalApplicationStatus, YarnApplicationState};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkyard");
@@ -128,7 +130,7 @@ fn run(label: &str, extra: &[&str]) {
     // The crafted frame: a report wait of u64::MAX seconds.
     let crafted = encode_frame(&RequestFrame {
         id: 1,
-        request: ClientRequest::GetApplicationReport(GetApplicationReport {
+        request: ClientCall::current(ClientRequest::GetApplicationReport(GetApplicationReport {
             app_id: ApplicationId {
                 cluster_timestamp: 1,
                 id: 1,
@@ -137,7 +139,7 @@ fn run(label: &str, extra: &[&str]) {
                 known: (YarnApplicationState::Running, FinalApplicationStatus::Undefined),
                 max: Duration::from_secs(u64::MAX),
             }),
-        }),
+        })),
     })
     .unwrap();
     let mut c = greet(&node.addr).expect("a connection for the crafted frame");

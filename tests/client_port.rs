@@ -17,7 +17,7 @@ use common::process::{
 };
 use sparkyard::rpc::tcp::{encode_frame, RequestFrame, ResponseFrame, WireProtocol};
 use sparkyard::yarn::protocol::{
-    ClientProtocol, ClientRequest, ClientResponse, GetApplicationReport, ReportWait,
+    ClientCall, ClientProtocol, ClientRequest, ClientResponse, GetApplicationReport, ReportWait,
 };
 use sparkyard::yarn::records::{FinalApplicationStatus, YarnApplicationState};
 
@@ -62,13 +62,13 @@ fn a_report_wait_of_u64_max_seconds_is_answered_without_a_panic() {
     // The crafted frame: wait for a change of RUNNING for u64::MAX seconds.
     let crafted = encode_frame(&RequestFrame {
         id: 1,
-        request: ClientRequest::GetApplicationReport(GetApplicationReport {
+        request: ClientCall::current(ClientRequest::GetApplicationReport(GetApplicationReport {
             app_id: app.parse().unwrap(),
             wait: Some(ReportWait {
                 known: (YarnApplicationState::Running, FinalApplicationStatus::Undefined),
                 max: Duration::from_secs(u64::MAX),
             }),
-        }),
+        })),
     })
     .unwrap();
     assert!(crafted.len() < 80, "a small frame: {} bytes", crafted.len());

@@ -104,6 +104,7 @@ async fn submit_sleeping_am(cluster: &Cluster) -> ApplicationId {
             command: vec!["sleep".into()],
             ..Default::default()
         },
+        acls: Default::default(),
     };
     rm.ask(SubmitApplication(submission), WAIT)
         .await

@@ -96,6 +96,7 @@ async fn run_am(cluster: &Cluster, command: &[&str]) -> ApplicationReport {
             command: command.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         },
+        acls: Default::default(),
     };
     rm.ask(SubmitApplication(submission), WAIT)
         .await

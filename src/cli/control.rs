@@ -19,7 +19,12 @@
 //!   `spark.sparkyard.chaos.kills` kills spread over the duration, of actors drawn from
 //!   `spark.sparkyard.chaos.targets` (default: every killable actor of a node, that is
 //!   [`crate::chaos::KILLABLE`] without the submit side, which lives in the submitting
-//!   process), run in the node; the plan is a pure function of these settings.
+//!   process), run in the node; the plan is a pure function of these settings;
+//! - `chaos heal [<path-or-glob>]`: ends the partitions in force now, those given with that
+//!   target or every one (refused when none is).
+//!
+//! Every call carries its caller (`HADOOP_USER_NAME`, else the OS user); with
+//! `yarn.acl.enable` on the node, only its admins (`yarn.admin.acl`) may make these calls.
 //!
 //! - `rmadmin decommission <host>... [--timeout <duration>]`, `rmadmin recommission
 //!   <host>...`, `rmadmin nodes`: YARN's graceful decommission of NodeManagers
@@ -38,7 +43,8 @@ use crate::runtime::fault::Killed;
 use crate::runtime::registry::ActorInfo;
 use crate::runtime::{FaultPlan, KillMode, PartitionMode, PathGlob, Span};
 use crate::yarn::protocol::{
-    AdminRequest, AdminResponse, ClientConnection, ClientRequest, ClientResponse, RefreshNodes, SignalTarget,
+    AdminRequest, AdminResponse, ClientCall, ClientConnection, ClientRequest, ClientResponse, RefreshNodes,
+    SignalTarget,
 };
 use crate::yarn::records::{ApplicationId, NodeReport};
 
@@ -66,6 +72,10 @@ pub enum ChaosCommand {
     Signal {
         signal: String,
         target: ProcessTarget,
+    },
+    /// End the partitions in force (those of `target`, or every one) now.
+    Heal {
+        target: Option<String>,
     },
 }
 
@@ -208,13 +218,16 @@ pub fn call(addr: &str, request: AdminRequest) -> Result<AdminResponse, String> 
             .await
             .map_err(|e| e.to_string())?;
         match conn
-            .call(ClientRequest::Admin(request), CONTROL_TIMEOUT)
+            .call(
+                ClientCall::current(ClientRequest::Admin(request)),
+                CONTROL_TIMEOUT,
+            )
             .await
             .map_err(|e| e.to_string())?
         {
             ClientResponse::Admin(AdminResponse::Refused(why)) => Err(why),
             ClientResponse::Admin(answer) => Ok(answer),
-            ClientResponse::Failed(why) => Err(why),
+            ClientResponse::Failed(why) | ClientResponse::Denied(why) => Err(why),
             other => Err(format!("unexpected answer from the node at {addr}: {other:?}")),
         }
     })
@@ -317,7 +330,10 @@ pub fn node_plan(conf: &SparkConf, seed: u64, duration: Duration) -> Result<Faul
 
 /// `sparkyard chaos`: does `command` in the node and prints what happened on `out`.
 pub fn chaos(conf: &SparkConf, command: ChaosCommand, out: &mut dyn Write) -> Result<(), String> {
-    if let ChaosCommand::Kill { target, .. } | ChaosCommand::Partition { target, .. } = &command {
+    if let ChaosCommand::Kill { target, .. }
+    | ChaosCommand::Partition { target, .. }
+    | ChaosCommand::Heal { target: Some(target) } = &command
+    {
         PathGlob::parse(target).map_err(|e| e.to_string())?;
     }
     let addr = node_address(conf)?;
@@ -389,6 +405,28 @@ pub fn chaos(conf: &SparkConf, command: ChaosCommand, out: &mut dyn Write) -> Re
                 AdminResponse::Signalled(sent) => sent
                     .iter()
                     .map(|s| format!("sent SIG{sig} to {} (pid {})\n", s.what, s.pid))
+                    .collect::<String>(),
+                other => return Err(format!("unexpected answer from the node at {addr}: {other:?}")),
+            }
+        }
+        ChaosCommand::Heal { target } => {
+            let by = "sparkyard chaos heal".to_string();
+            match call(
+                &addr,
+                AdminRequest::Heal {
+                    target: target.clone(),
+                    by,
+                },
+            )? {
+                AdminResponse::Healed(healed) if healed.is_empty() => {
+                    return Err(match target {
+                        Some(t) => format!("no partition of '{t}' is in force in the node at {addr}"),
+                        None => format!("no partition is in force in the node at {addr}"),
+                    })
+                }
+                AdminResponse::Healed(healed) => healed
+                    .iter()
+                    .map(|t| format!("healed: messages to and from {t} flow again\n"))
                     .collect::<String>(),
                 other => return Err(format!("unexpected answer from the node at {addr}: {other:?}")),
             }

@@ -223,6 +223,11 @@ enum ChaosAction {
         #[arg(long, value_name = "HOST")]
         host: Option<String>,
     },
+    /// End the partitions in force now: those started with this target, or every one.
+    Heal {
+        /// The target a partition was started with (every partition without it).
+        target: Option<String>,
+    },
     /// Run a seeded random plan of kills in the node: spark.sparkyard.chaos.kills kills (3) of
     /// actors drawn from spark.sparkyard.chaos.targets (every killable actor of a node), at
     /// moments drawn from the duration; the same seed gives the same plan.
@@ -460,6 +465,7 @@ fn chaos(args: ChaosArgs) -> i32 {
             delay,
         },
         ChaosAction::Plan { seed, duration } => control::ChaosCommand::Plan { seed, duration },
+        ChaosAction::Heal { target } => control::ChaosCommand::Heal { target },
         ChaosAction::Signal {
             signal,
             container,

@@ -75,6 +75,11 @@ pub fn run(args: &[String]) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
+    if let Some(proxy) = &parsed.proxy_user {
+        // SparkSubmit runs everything as the proxy user (doAs): every call carries it, with
+        // this process's user as the real user, and the node decides.
+        crate::yarn::acls::act_as_proxy_user(proxy);
+    }
     match execute(parsed, conf, chaos) {
         Ok(code) => code,
         Err(e) => {
@@ -217,6 +222,11 @@ fn gave_up_message(reason: &ExitReason, app: Option<String>, remote: bool) -> St
 /// Runs the command line's action in an actor system; answers the exit status.
 fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPlan>) -> Result<i32, String> {
     let target = target(&parsed, &conf)?;
+    if let (Target::Embedded(_), Some(_)) = (&target, &parsed.proxy_user) {
+        // The embedded cluster is this process: its rules are this configuration's.
+        crate::yarn::acls::ProxyUsers::from_conf(&conf)
+            .authorize(&crate::yarn::acls::Caller::current(), None)?;
+    }
     let log_dir = crate::logs::reader::resolve_log_dir(parsed.log_dir.as_deref().map(Path::new));
     let embedded = matches!(target, Target::Embedded(_));
     let mut conf = conf;

@@ -1009,6 +1009,40 @@ keys! {
     RM_CLUSTER_ID: StrEntry =
         ConfEntry::new("yarn.resourcemanager.cluster-id", StrKind, "sparkyard")
             .check(|id: &String| !id.trim().is_empty(), "must not be empty");
+
+    // ---------------------------------------------------------------- who may do what (ACLs)
+
+    /// Whether the node checks who may do what (YARN's `yarn.acl.enable`): with it on, an
+    /// application's VIEW_APP and MODIFY_APP ACLs decide who may read and kill it, and
+    /// `yarn.admin.acl` who may use the admin calls (`actors`, `chaos`, `rmadmin`).
+    YARN_ACL_ENABLE: BoolEntry = ConfEntry::new("yarn.acl.enable", BoolKind, "false");
+
+    /// The node's administrators (YARN's `yarn.admin.acl`), as Hadoop's AccessControlList:
+    /// `users groups` (comma lists, a space between), `*` for everyone, blank for nobody.
+    YARN_ADMIN_ACL: StrEntry = ConfEntry::new("yarn.admin.acl", StrKind, "*");
+
+    /// Whether the application's view and modify ACLs are handed to YARN at submit
+    /// (Spark's `spark.acls.enable`; `spark.ui.acls.enable` is its old name).
+    ACLS_ENABLE: BoolEntry =
+        ConfEntry::new("spark.acls.enable", BoolKind, "false").alternatives(&["spark.ui.acls.enable"]);
+
+    /// Users who may view and modify every application of this configuration.
+    ADMIN_ACLS: ListEntry = ConfEntry::new("spark.admin.acls", ListKind, "");
+
+    /// Groups whose members may view and modify the application.
+    ADMIN_ACLS_GROUPS: ListEntry = ConfEntry::new("spark.admin.acls.groups", ListKind, "");
+
+    /// Users who may modify (kill) the application, besides its owner and the admins.
+    MODIFY_ACLS: ListEntry = ConfEntry::new("spark.modify.acls", ListKind, "");
+
+    /// Groups whose members may modify (kill) the application.
+    MODIFY_ACLS_GROUPS: ListEntry = ConfEntry::new("spark.modify.acls.groups", ListKind, "");
+
+    /// Users who may view the application (its report and its containers' output).
+    UI_VIEW_ACLS: ListEntry = ConfEntry::new("spark.ui.view.acls", ListKind, "");
+
+    /// Groups whose members may view the application.
+    UI_VIEW_ACLS_GROUPS: ListEntry = ConfEntry::new("spark.ui.view.acls.groups", ListKind, "");
 }
 
 /// Prefix of the per-node keys `yarn.sparkyard.nodemanager.<host>`.

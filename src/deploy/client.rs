@@ -40,6 +40,7 @@ use crate::conf::{self, SparkConf};
 use crate::deploy::spark_submit::SubmitProtocol;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Kept, Me};
+use crate::yarn::acls::{AclsManager, ApplicationAccessType, Caller};
 use crate::yarn::client_service;
 use crate::yarn::protocol::*;
 use crate::yarn::records::*;
@@ -47,12 +48,56 @@ use crate::yarn::records::*;
 /// The name of the configuration file the AM container is given.
 pub const SPARK_CONF_FILE: &str = "__spark_conf__.properties";
 
-/// The user submitting: `$USER`, else `sparkyard`.
+/// The user submitting (Spark's `Utils.getCurrentUserName`): the proxy user of
+/// `--proxy-user`, else `HADOOP_USER_NAME`, else the OS user (see `yarn::acls`).
 pub fn current_user() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "sparkyard".to_string())
+    Caller::current().user
+}
+
+/// YarnSparkHadoopUtil.getApplicationAclsForYarn: with `spark.acls.enable`, the
+/// application's VIEW_APP ACL is its owner, the admins and `spark.ui.view.acls` (users, then
+/// after a space `spark.admin.acls.groups` and `spark.ui.view.acls.groups`), its MODIFY_APP
+/// ACL the same with `spark.modify.acls`; `*` anywhere in a part makes that part `*`.
+/// Without it, none (YARN then lets only the owner and its admins in).
+pub fn application_acls_for_yarn(
+    conf: &SparkConf,
+    owner: &str,
+) -> Result<std::collections::BTreeMap<ApplicationAccessType, String>, String> {
+    let mut acls = std::collections::BTreeMap::new();
+    if !conf.get(&conf::ACLS_ENABLE).map_err(|e| e.to_string())? {
+        return Ok(acls);
+    }
+    let list = |entry: &conf::ListEntry| conf.get(entry).map_err(|e| e.to_string());
+    // SecurityManager's defaultAclUsers: the JVM's user.name and the current user.
+    let mut default_users = std::collections::BTreeSet::new();
+    default_users.insert(crate::yarn::acls::login_user());
+    default_users.insert(owner.to_string());
+    let part = |extra: Vec<String>, base: &std::collections::BTreeSet<String>| -> String {
+        let mut set = base.clone();
+        set.extend(extra.into_iter().filter(|s| !s.is_empty()));
+        if set.contains("*") {
+            "*".to_string()
+        } else {
+            set.into_iter().collect::<Vec<_>>().join(",")
+        }
+    };
+    let admins: Vec<String> = list(&conf::ADMIN_ACLS)?;
+    let admin_groups: Vec<String> = list(&conf::ADMIN_ACLS_GROUPS)?;
+    let users_base: std::collections::BTreeSet<String> = default_users.into_iter().chain(admins).collect();
+    let groups_base: std::collections::BTreeSet<String> = admin_groups.into_iter().collect();
+    let view = format!(
+        "{} {}",
+        part(list(&conf::UI_VIEW_ACLS)?, &users_base),
+        part(list(&conf::UI_VIEW_ACLS_GROUPS)?, &groups_base)
+    );
+    let modify = format!(
+        "{} {}",
+        part(list(&conf::MODIFY_ACLS)?, &users_base),
+        part(list(&conf::MODIFY_ACLS_GROUPS)?, &groups_base)
+    );
+    acls.insert(ApplicationAccessType::ViewApp, view);
+    acls.insert(ApplicationAccessType::ModifyApp, modify);
+    Ok(acls)
 }
 
 /// How the Client reaches the ResourceManager.
@@ -176,7 +221,14 @@ impl RmConnection {
 
     async fn try_once(&self, request: ClientRequest, extra_wait: Duration) -> Try {
         match self {
-            RmConnection::Local(rm) => match client_service::serve(rm, request, CALL_TIMEOUT).await {
+            RmConnection::Local(rm) => match client_service::serve(
+                rm,
+                ClientCall::current(request),
+                &AclsManager::default(),
+                CALL_TIMEOUT,
+            )
+            .await
+            {
                 ClientResponse::Failed(e) => Try::Retry(e),
                 answer => Try::Answer(answer),
             },
@@ -195,8 +247,12 @@ impl RmConnection {
                 let Some(c) = slot.conn.as_mut() else {
                     return Try::Fail(format!("no connection to {addr}"));
                 };
-                match c.call(request, CALL_TIMEOUT + extra_wait).await {
+                match c
+                    .call(ClientCall::current(request), CALL_TIMEOUT + extra_wait)
+                    .await
+                {
                     Ok(ClientResponse::Failed(e)) => Try::Retry(e),
+                    Ok(ClientResponse::Denied(e)) => Try::Fail(e),
                     Ok(answer) => Try::Answer(answer),
                     Err(e) => {
                         slot.conn = None;
@@ -305,7 +361,7 @@ impl RmConnection {
 
 fn unexpected(response: ClientResponse) -> String {
     match response {
-        ClientResponse::Failed(m) => m,
+        ClientResponse::Failed(m) | ClientResponse::Denied(m) => m,
         other => format!("unexpected answer from the ResourceManager: {other:?}"),
     }
 }
@@ -475,6 +531,7 @@ pub async fn prepare_submission(
             .unwrap_or_default(),
         resource: Resource::new(am.total_mb(), am_cores),
         am_container_spec: spec,
+        acls: application_acls_for_yarn(conf, &current_user())?,
     };
     Ok(context)
 }
@@ -965,3 +1022,43 @@ crate::protocol! {
 }
 
 crate::speaks!(Client: ClientControlProtocol);
+
+#[cfg(test)]
+mod acl_tests {
+    use super::*;
+
+    #[test]
+    fn application_acls_are_computed_as_spark_hands_them_to_yarn() {
+        use ApplicationAccessType::*;
+        let me = crate::yarn::acls::login_user();
+        let mut conf = SparkConf::new();
+        conf.set("spark.ui.view.acls", "carol");
+        // spark.acls.enable off: none.
+        assert!(application_acls_for_yarn(&conf, "alice").unwrap().is_empty());
+
+        conf.set("spark.acls.enable", "true");
+        conf.set("spark.admin.acls", "root2, ops1");
+        conf.set("spark.admin.acls.groups", "wheel");
+        conf.set("spark.modify.acls", "dave");
+        conf.set("spark.modify.acls.groups", "*");
+        conf.set("spark.ui.view.acls.groups", "readers");
+        let acls = application_acls_for_yarn(&conf, "alice").unwrap();
+        let mut view: Vec<&str> = vec!["alice", "carol", "ops1", "root2", &me];
+        view.sort();
+        view.dedup();
+        let mut modify: Vec<&str> = vec!["alice", "dave", "ops1", "root2", &me];
+        modify.sort();
+        modify.dedup();
+        assert_eq!(acls[&ViewApp], format!("{} readers,wheel", view.join(",")));
+        assert_eq!(acls[&ModifyApp], format!("{} *", modify.join(",")));
+
+        // `*` among the users makes the users part `*`.
+        conf.set("spark.ui.view.acls", "carol,*");
+        let acls = application_acls_for_yarn(&conf, "alice").unwrap();
+        assert_eq!(acls[&ViewApp], "* readers,wheel");
+        // The old name of spark.acls.enable still switches them on.
+        let mut old = SparkConf::new();
+        old.set("spark.ui.acls.enable", "true");
+        assert_eq!(application_acls_for_yarn(&old, "alice").unwrap().len(), 2);
+    }
+}

@@ -1060,6 +1060,18 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
+tokio::task_local! {
+    /// The peer whose request the handler is serving (see [`request_peer`]).
+    static REQUEST_PEER: SocketAddr;
+}
+
+/// The address of the peer whose request is being served, when called from a
+/// [`RequestHandler`]'s future (the node's ACLs check `hadoop.proxyuser.<user>.hosts`
+/// against it); `None` elsewhere.
+pub fn request_peer() -> Option<SocketAddr> {
+    REQUEST_PEER.try_with(|p| *p).ok()
+}
+
 /// Runs one request through the handler and queues its answer.
 async fn answer<P: WireProtocol>(
     frame: RequestFrame<P::Request>,
@@ -1071,7 +1083,7 @@ async fn answer<P: WireProtocol>(
     let peer = slot.peer;
     let RequestFrame { id, request } = frame;
     let name = P::request_name(&request);
-    let response = handler.call(request).await;
+    let response = REQUEST_PEER.scope(peer, handler.call(request)).await;
     let encoded = match encode_frame_within(&ResponseFrame { id, response }, max_frame) {
         Ok(encoded) => encoded,
         Err(e) => {

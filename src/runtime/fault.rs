@@ -108,6 +108,8 @@ pub struct Killed {
 
 #[derive(Clone, Debug)]
 struct Partition {
+    /// The target as given (what `heal` names).
+    target: String,
     glob: PathGlob,
     mode: PartitionMode,
     until: Duration,
@@ -176,6 +178,22 @@ impl FaultState {
         let mut parts = self.partitions.write().unwrap_or_else(|p| p.into_inner());
         parts.clear();
         self.active.store(false, Ordering::Release);
+    }
+
+    /// Ends the partitions in force at `now` whose target is `target` (every one with
+    /// `None`), answering their targets.
+    fn heal(&self, now: Duration, target: Option<&str>) -> Vec<String> {
+        let mut parts = self.partitions.write().unwrap_or_else(|p| p.into_inner());
+        let mut healed = Vec::new();
+        parts.retain(|p| {
+            let ends = p.until <= now || target.is_none_or(|t| t == p.target);
+            if ends && p.until > now {
+                healed.push(p.target.clone());
+            }
+            !ends
+        });
+        self.active.store(!parts.is_empty(), Ordering::Release);
+        healed
     }
 }
 
@@ -635,13 +653,35 @@ impl Cluster {
                 humantime::format_duration(duration)
             )
         });
-        self.faults().add(Partition { glob, mode, until });
+        self.faults().add(Partition {
+            target: target.to_string(),
+            glob,
+            mode,
+            until,
+        });
         Ok(())
     }
 
     /// Ends every partition now.
     pub fn heal_partitions(&self) {
         self.faults().clear();
+    }
+
+    /// Ends the partitions in force whose target is `target` (every one with `None`) now,
+    /// answering their targets, with a `partition_healed` record for each.
+    pub fn heal(&self, target: Option<&str>, by: &str) -> Vec<String> {
+        let healed = self.faults().heal(self.clock().now(), target);
+        in_scope(self.log_ctx(), || {
+            for t in &healed {
+                tracing::warn!(
+                    event = "partition_healed",
+                    target = t.as_str(),
+                    by,
+                    "partition of {t} healed by {by}"
+                );
+            }
+        });
+        healed
     }
 
     /// Carries out `plan` on the cluster clock, starting now.
@@ -771,6 +811,7 @@ mod tests {
         let driver = ActorPath::parse("/node/nm-host1/c0/driver-endpoint").unwrap();
         assert_eq!(state.route(&clock, Some(&exec), &driver), Route::Deliver);
         state.add(Partition {
+            target: "*/executor-1".into(),
             glob: PathGlob::parse("*/executor-1").unwrap(),
             mode: PartitionMode::Drop,
             until: Duration::from_secs(10),
@@ -780,6 +821,33 @@ mod tests {
         assert_eq!(state.route(&clock, None, &driver), Route::Deliver);
         clock.advance_now(Duration::from_secs(10));
         assert_eq!(state.route(&clock, Some(&exec), &driver), Route::Deliver);
+        assert!(!state.active.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn heal_ends_the_partitions_named_or_all() {
+        let clock = Clock::manual();
+        let state = FaultState::default();
+        let rm = ActorPath::parse("/node/rm").unwrap();
+        let exec = ActorPath::parse("/node/nm-host1/c1/executor-1").unwrap();
+        for target in ["/node/rm", "*/executor-1"] {
+            state.add(Partition {
+                target: target.into(),
+                glob: PathGlob::parse(target).unwrap(),
+                mode: PartitionMode::Drop,
+                until: Duration::from_secs(60),
+            });
+        }
+        assert_eq!(state.heal(clock.now(), Some("/node/other")), Vec::<String>::new());
+        assert_eq!(state.route(&clock, None, &rm), Route::Drop);
+        assert_eq!(
+            state.heal(clock.now(), Some("/node/rm")),
+            vec!["/node/rm".to_string()]
+        );
+        assert_eq!(state.route(&clock, None, &rm), Route::Deliver);
+        assert_eq!(state.route(&clock, None, &exec), Route::Drop);
+        assert_eq!(state.heal(clock.now(), None), vec!["*/executor-1".to_string()]);
+        assert_eq!(state.route(&clock, None, &exec), Route::Deliver);
         assert!(!state.active.load(Ordering::Acquire));
     }
 }

@@ -22,8 +22,11 @@ use std::time::Duration;
 use actix::{Actor, AsyncContext, Context, WrapFuture};
 use tokio::sync::watch;
 
+use super::acls::{audit_failure, AclsManager};
 use super::client_service;
-use super::protocol::{AdminRequest, ClientProtocol, ClientRequest, ClientResponse};
+use super::protocol::{
+    AdminRequest, AdminResponse, ClientCall, ClientProtocol, ClientRequest, ClientResponse,
+};
 use crate::conf::{self, SparkConf};
 use crate::logs::ctx::in_scope;
 use crate::rpc::tcp::{serve_secured, RequestHandler, ServerLimits, SMALL_FRAME_BYTES};
@@ -72,6 +75,7 @@ pub struct ClientRmService {
     listener: Arc<std::net::TcpListener>,
     rm: ActorPath,
     limits: ServerLimits,
+    acls: Arc<AclsManager>,
     stop: Option<watch::Sender<bool>>,
     /// The secrets a client must prove (an open keyring: anyone).
     keyring: Arc<crate::rpc::auth::Keyring>,
@@ -84,6 +88,7 @@ impl ClientRmService {
             listener,
             rm,
             limits,
+            acls: Arc::new(AclsManager::default()),
             stop: None,
             keyring: crate::rpc::auth::Keyring::open(),
         }
@@ -93,6 +98,12 @@ impl ClientRmService {
     /// the node's secret (its clients and daemons) connect, never an application's container.
     pub fn secured(mut self, keyring: Arc<crate::rpc::auth::Keyring>) -> Self {
         self.keyring = keyring.accepting(crate::rpc::auth::AcceptApps::NoApps);
+        self
+    }
+
+    /// Who may do what on this port (default: ACLs off).
+    pub fn acls(mut self, acls: Arc<AclsManager>) -> Self {
+        self.acls = acls;
         self
     }
 }
@@ -135,10 +146,51 @@ impl Actor for ClientRmService {
         );
         let rm: EndpointRef<ApplicationClientProtocol> = self.me.endpoint(&self.rm);
         let me = self.me.clone();
-        let handler = RequestHandler::<ClientProtocol>::new(move |request| {
-            let (rm, me) = (rm.clone(), me.clone());
+        let acls = self.acls.clone();
+        tracing::info!(
+            acls_enabled = acls.enabled(),
+            "ClientRMService ACLs {}",
+            if acls.enabled() {
+                "enabled (yarn.acl.enable)"
+            } else {
+                "disabled"
+            }
+        );
+        let handler = RequestHandler::<ClientProtocol>::new(move |call| {
+            let (rm, me, acls) = (rm.clone(), me.clone(), acls.clone());
             Box::pin(async move {
+                let ClientCall { caller, request } = call;
+                let peer = crate::rpc::tcp::request_peer();
+                if let Err(why) = acls.authorize_proxy(&caller, peer.map(|p| p.ip())) {
+                    in_scope(me.log_ctx(), || {
+                        audit_failure(
+                            caller.real_user.as_deref().unwrap_or(&caller.user),
+                            request.name(),
+                            "ClientRMService",
+                            &why,
+                            None,
+                        )
+                    });
+                    return ClientResponse::Denied(why);
+                }
                 match request {
+                    ClientRequest::Admin(admin) if !acls.is_admin(&caller.user) => {
+                        let why = AclsManager::admin_refusal(&caller.user, admin.name());
+                        in_scope(me.log_ctx(), || {
+                            audit_failure(
+                                &caller.user,
+                                admin.name(),
+                                if admin.is_rm_admin() {
+                                    "AdminService"
+                                } else {
+                                    "ClientRMService"
+                                },
+                                &why,
+                                None,
+                            )
+                        });
+                        ClientResponse::Admin(AdminResponse::Refused(why))
+                    }
                     ClientRequest::Admin(admin) => {
                         if !matches!(admin, AdminRequest::ListActors { .. }) {
                             in_scope(me.log_ctx(), || {
@@ -153,7 +205,14 @@ impl Actor for ClientRmService {
                             ClientResponse::Admin(client_service::serve_admin(me.cluster(), admin).await)
                         }
                     }
-                    other => client_service::serve(&rm, other, CALL_TIMEOUT).await,
+                    other => {
+                        let call = ClientCall::new(caller, other);
+                        crate::logs::ctx::Instrumented::new(
+                            client_service::serve(&rm, call, &acls, CALL_TIMEOUT),
+                            me.log_ctx().clone(),
+                        )
+                        .await
+                    }
                 }
             })
         });
@@ -226,6 +285,10 @@ mod tests {
         }
     }
 
+    fn call(request: ClientRequest) -> ClientCall {
+        ClientCall::current(request)
+    }
+
     fn output_request(id: u64) -> ClientRequest {
         ClientRequest::GetContainerOutput(GetContainerOutput {
             container_id: container(id),
@@ -234,8 +297,8 @@ mod tests {
 
     /// Answers cluster nodes and "application not found"; anything else fails.
     fn fixed_handler() -> RequestHandler<P> {
-        handler_fn::<P, _, _>(|request| async move {
-            match request {
+        handler_fn::<P, _, _>(|call: ClientCall| async move {
+            match call.request {
                 ClientRequest::GetClusterNodes(_) => {
                     ClientResponse::ClusterNodes(vec![node("n1"), node("n2")])
                 }
@@ -251,7 +314,7 @@ mod tests {
     async fn assert_serving(addr: SocketAddr) {
         let mut client = ClientConnection::connect(&addr.to_string(), WAIT).await.unwrap();
         let response = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .call(call(ClientRequest::GetClusterNodes(GetClusterNodes)), WAIT)
             .await
             .unwrap();
         assert_eq!(
@@ -295,7 +358,7 @@ mod tests {
         let mut client = ClientConnection::connect(&server.addr.to_string(), WAIT)
             .await
             .unwrap();
-        match client.call(output_request(1), WAIT).await.unwrap() {
+        match client.call(call(output_request(1)), WAIT).await.unwrap() {
             ClientResponse::Failed(text) => assert!(
                 text.starts_with("the answer to GetContainerOutput cannot be sent: a frame of "),
                 "{text}"
@@ -338,10 +401,10 @@ mod tests {
         let mut whole = raw_connect::<P>(server.addr).await;
         let request = RequestFrame {
             id: 7,
-            request: ClientRequest::KillApplication(KillApplication {
+            request: call(ClientRequest::KillApplication(KillApplication {
                 app_id: app(1),
                 diagnostics: "x".repeat(600 << 10),
-            }),
+            })),
         };
         whole.write_all(&encode_frame(&request).unwrap()).await.unwrap();
         assert_eq!(read_response::<ClientResponse>(&mut whole).await.id, 7);
@@ -406,7 +469,7 @@ mod tests {
 
         let err = client
             .call(
-                ClientRequest::GetNewApplication(GetNewApplication),
+                call(ClientRequest::GetNewApplication(GetNewApplication)),
                 Duration::from_millis(200),
             )
             .await
@@ -425,10 +488,10 @@ mod tests {
         })))
         .unwrap();
         let (response, ()) = tokio::join!(
-            client.call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT),
+            client.call(call(ClientRequest::GetClusterNodes(GetClusterNodes)), WAIT),
             async {
                 let (request, answer) = within("the second request", arrivals.recv()).await.unwrap();
-                assert_eq!(request, ClientRequest::GetClusterNodes(GetClusterNodes));
+                assert_eq!(request.request, ClientRequest::GetClusterNodes(GetClusterNodes));
                 answer
                     .send(ClientResponse::ClusterNodes(vec![node("n1")]))
                     .unwrap();
@@ -450,7 +513,7 @@ mod tests {
             first.read_exact(&mut greeting).await.unwrap();
             let _: Option<crate::rpc::auth::Handshake> = read_frame(&mut first, 4096).await.unwrap();
             first.write_all(&crate::rpc::auth::plain_answer()).await.unwrap();
-            let request: RequestFrame<ClientRequest> =
+            let request: RequestFrame<ClientCall> =
                 read_frame(&mut first, MAX_FRAME_BYTES).await.unwrap().unwrap();
             let wrong = ResponseFrame {
                 id: request.id + 5,
@@ -462,15 +525,14 @@ mod tests {
             second.read_exact(&mut greeting).await.unwrap();
             let _: Option<crate::rpc::auth::Handshake> = read_frame(&mut second, 4096).await.unwrap();
             second.write_all(&crate::rpc::auth::plain_answer()).await.unwrap();
-            let _: Option<RequestFrame<ClientRequest>> =
-                read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
+            let _: Option<RequestFrame<ClientCall>> = read_frame(&mut second, MAX_FRAME_BYTES).await.unwrap();
             drop(second);
             std::future::pending::<()>().await;
         });
 
         let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
         let err = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .call(call(ClientRequest::GetClusterNodes(GetClusterNodes)), WAIT)
             .await
             .unwrap_err();
         assert_eq!(
@@ -478,14 +540,14 @@ mod tests {
             format!("the ResourceManager at {addr} answered request 6 while request 1 was pending")
         );
         let err = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .call(call(ClientRequest::GetClusterNodes(GetClusterNodes)), WAIT)
             .await
             .unwrap_err();
         assert!(matches!(err, TransportError::Unusable { .. }), "{err:?}");
 
         let mut client = ClientConnection::connect(&addr, WAIT).await.unwrap();
         let err = client
-            .call(ClientRequest::GetClusterNodes(GetClusterNodes), WAIT)
+            .call(call(ClientRequest::GetClusterNodes(GetClusterNodes)), WAIT)
             .await
             .unwrap_err();
         assert_eq!(
@@ -496,7 +558,7 @@ mod tests {
     }
 
     #[test]
-    fn the_client_protocol_greets_with_version_2() {
-        assert_eq!(P::GREETING, [b'S', b'P', b'K', b'Y', 2]);
+    fn the_client_protocol_greets_with_version_3() {
+        assert_eq!(P::GREETING, [b'S', b'P', b'K', b'Y', 3]);
     }
 }

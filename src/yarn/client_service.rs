@@ -19,9 +19,12 @@
 
 use std::time::Duration;
 
+use super::acls::ApplicationAccessType::{self, ModifyApp, ViewApp};
+use super::acls::{audit_failure, AclsManager};
 use super::container_process::ContainerProcesses;
 use super::protocol::{
-    AdminRequest, AdminResponse, ClientRequest, ClientResponse, ListNodes, SignalTarget, Signalled,
+    AdminRequest, AdminResponse, ClientCall, ClientRequest, ClientResponse, GetApplicationAcls, ListNodes,
+    SignalTarget, Signalled, YarnError,
 };
 use super::records::{ApplicationId, ContainerId};
 use crate::rpc::EndpointRef;
@@ -39,24 +42,90 @@ pub const MAX_PLAN_FAULTS: usize = 1000;
 /// The most finished tasks a planned kill may wait for.
 pub const MAX_PLAN_TASKS: u64 = 1_000_000_000;
 
-/// Serves `request` with the ResourceManager behind `rm`, waiting at most `timeout` (plus the
-/// request's own report wait). Admin calls need the node's cluster ([`serve_admin`]); here
-/// they are refused.
+/// What an application call needs of its caller: the access, the operation as
+/// RMAuditLogger names it, and the application.
+fn needed_access(request: &ClientRequest) -> Option<(ApplicationAccessType, &'static str, ApplicationId)> {
+    match request {
+        ClientRequest::KillApplication(m) => Some((ModifyApp, "Kill Application Request", m.app_id)),
+        ClientRequest::GetApplicationReport(m) => Some((ViewApp, "Get Application Report", m.app_id)),
+        ClientRequest::GetContainerOutput(m) => {
+            Some((ViewApp, "Get Container Output", m.container_id.attempt.app))
+        }
+        _ => None,
+    }
+}
+
+/// ApplicationACLsManager's decision on `call`: `Ok` when its caller may make it (or the
+/// application is unknown: the call itself says so), else YARN's AccessControlException
+/// text, with a WARN audit record.
+async fn check_access(
+    rm: &EndpointRef<ApplicationClientProtocol>,
+    call: &ClientCall,
+    acls: &AclsManager,
+    timeout: Duration,
+) -> Result<(), Result<ClientResponse, String>> {
+    let Some((access, operation, app_id)) = needed_access(&call.request).filter(|_| acls.enabled()) else {
+        return Ok(());
+    };
+    let entry = match rm.ask(GetApplicationAcls { app_id }, timeout).await {
+        Ok(Ok(entry)) => entry,
+        Ok(Err(_)) => return Ok(()),
+        Err(e) => return Err(Err(e.to_string())),
+    };
+    let user = call.caller.user.as_str();
+    if acls.check_access(user, access, &entry.owner, &entry.acls) {
+        return Ok(());
+    }
+    let target = match &call.request {
+        ClientRequest::GetContainerOutput(m) => m.container_id.to_string(),
+        _ => app_id.to_string(),
+    };
+    let why = AclsManager::app_refusal(user, access, &target);
+    audit_failure(
+        user,
+        operation,
+        "ClientRMService",
+        &format!("User doesn't have permissions to {access}"),
+        Some(&app_id.to_string()),
+    );
+    let denied = YarnError::AccessControl(why);
+    Err(Ok(match call.request {
+        ClientRequest::KillApplication(_) => ClientResponse::KillApplication(Err(denied)),
+        ClientRequest::GetContainerOutput(_) => ClientResponse::ContainerOutput(Err(denied)),
+        _ => ClientResponse::ApplicationReport(Err(denied)),
+    }))
+}
+
+/// Serves `call` with the ResourceManager behind `rm`, waiting at most `timeout` (plus the
+/// request's own report wait), after `acls` allowed its caller: killing an application
+/// needs MODIFY_APP, its report and its containers' output VIEW_APP. A submission's owner is
+/// its caller (as YARN's RM takes the submitter from the connection, not the context).
+/// Admin calls need the node's cluster ([`serve_admin`]); here they are refused.
 pub async fn serve(
     rm: &EndpointRef<ApplicationClientProtocol>,
-    request: ClientRequest,
+    call: ClientCall,
+    acls: &AclsManager,
     timeout: Duration,
 ) -> ClientResponse {
     let failed = |e: crate::rpc::AskError| ClientResponse::Failed(e.to_string());
+    match check_access(rm, &call, acls, timeout).await {
+        Ok(()) => {}
+        Err(Ok(refusal)) => return refusal,
+        Err(Err(e)) => return ClientResponse::Failed(e),
+    }
+    let ClientCall { caller, request } = call;
     match request {
         ClientRequest::GetNewApplication(m) => match rm.ask(m, timeout).await {
             Ok(r) => ClientResponse::NewApplication(r),
             Err(e) => failed(e),
         },
-        ClientRequest::SubmitApplication(m) => match rm.ask(m, timeout).await {
-            Ok(r) => ClientResponse::SubmitApplication(r),
-            Err(e) => failed(e),
-        },
+        ClientRequest::SubmitApplication(mut m) => {
+            m.0.user = caller.user;
+            match rm.ask(m, timeout).await {
+                Ok(r) => ClientResponse::SubmitApplication(r),
+                Err(e) => failed(e),
+            }
+        }
         ClientRequest::GetApplicationReport(mut m) => {
             if let Some(w) = &mut m.wait {
                 w.max = w.max.min(MAX_REPORT_WAIT);
@@ -153,6 +222,9 @@ fn within_delay(what: &str, d: Duration) -> Result<(), String> {
 pub fn check_admin(request: &AdminRequest) -> Result<(), String> {
     match request {
         AdminRequest::ListActors { .. } => Ok(()),
+        AdminRequest::Heal { target, .. } => target.as_deref().map_or(Ok(()), |t| {
+            PathGlob::parse(t).map(|_| ()).map_err(|e| e.to_string())
+        }),
         AdminRequest::Kill { after, .. } => after.map_or(Ok(()), |d| within_delay("a kill delay", d)),
         AdminRequest::Partition { duration, mode, .. } => {
             within_delay("a partition", *duration)?;
@@ -247,6 +319,7 @@ pub async fn serve_admin(cluster: &Cluster, request: AdminRequest) -> AdminRespo
             | AdminRequest::Kill { .. }
             | AdminRequest::Partition { .. }
             | AdminRequest::Signal { .. }
+            | AdminRequest::Heal { .. }
     );
     let below = cluster.processes_below();
     if !fan_out
@@ -302,6 +375,12 @@ fn merge_admin(first: AdminResponse, others: impl Iterator<Item = AdminResponse>
             (AdminResponse::Signalled(mut a), AdminResponse::Signalled(b)) => {
                 a.extend(b);
                 AdminResponse::Signalled(a)
+            }
+            (AdminResponse::Healed(mut a), AdminResponse::Healed(b)) => {
+                a.extend(b);
+                a.sort();
+                a.dedup();
+                AdminResponse::Healed(a)
             }
             (
                 AdminResponse::KillScheduled { after, mut matching },
@@ -386,6 +465,7 @@ pub fn serve_admin_local(cluster: &Cluster, request: AdminRequest) -> AdminRespo
             }
         }
         AdminRequest::Signal { target, signal, by } => signal_local(cluster, &target, &signal, &by),
+        AdminRequest::Heal { target, by } => AdminResponse::Healed(cluster.heal(target.as_deref(), &by)),
         AdminRequest::RefreshNodes(_) | AdminRequest::ListNodes => {
             refused("the node admin calls are served by the ResourceManager".to_string())
         }

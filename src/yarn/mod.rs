@@ -7,6 +7,7 @@
 //! ([`launcher`]) handed to the node by whoever assembles it, and the client protocol
 //! ([`protocol::ClientProtocol`]) plugs into the generic TCP transport of `rpc::tcp`.
 
+pub mod acls;
 pub mod client_rm_service;
 pub mod client_service;
 pub mod container_executor;

@@ -78,9 +78,15 @@ pub fn start_node(
         let rm = rm.clone();
         let limits = super::client_rm_service::client_port_limits(conf)?;
         let keyring = super::security::node_keyring(conf, crate::rpc::auth::AcceptApps::NoApps, false)?;
+        let acls = Arc::new(super::acls::AclsManager::from_conf(
+            conf,
+            &super::acls::login_user(),
+        )?);
         spec = spec.child(
             ChildSpec::worker("client-rm-service", move |_, me| {
-                ClientRmService::new(me, listener.clone(), rm.clone(), limits).secured(keyring.clone())
+                ClientRmService::new(me, listener.clone(), rm.clone(), limits)
+                    .secured(keyring.clone())
+                    .acls(acls.clone())
             })
             .ids(LogIds::default().node(rm_host)),
         );

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::acls::{ApplicationAccessType, Caller};
 use super::records::*;
 use crate::conf;
 use crate::rpc::tcp::{self, LimitKeys, WireProtocol};
@@ -47,6 +48,9 @@ pub enum YarnError {
     InvalidResourceRequest(String),
     /// ApplicationMasterNotRegisteredException.
     NotRegistered(ApplicationAttemptId),
+    /// AccessControlException: the caller may not do this (one line naming the user and the
+    /// operation, in YARN's words).
+    AccessControl(String),
     /// Any other refusal, with its message.
     Other(String),
 }
@@ -61,7 +65,9 @@ impl fmt::Display for YarnError {
             YarnError::ApplicationAttemptNotFound(id) => {
                 write!(f, "Application attempt {id} doesn't exist in ApplicationMasterService cache.")
             }
-            YarnError::InvalidResourceRequest(m) | YarnError::Other(m) => f.write_str(m),
+            YarnError::InvalidResourceRequest(m) | YarnError::AccessControl(m) | YarnError::Other(m) => {
+                f.write_str(m)
+            }
             YarnError::NotRegistered(id) => write!(
                 f,
                 "Application Master is trying to allocate before registering for: {}",
@@ -130,6 +136,21 @@ pub struct GetClusterNodes;
 #[rtype(result = "Result<String, YarnError>")]
 pub struct GetContainerOutput {
     pub container_id: ContainerId,
+}
+
+/// The owner and the ACLs of an application (what ApplicationACLsManager keeps for it),
+/// for the client port's access checks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<ApplicationAcls, YarnError>")]
+pub struct GetApplicationAcls {
+    pub app_id: ApplicationId,
+}
+
+/// The answer to [`GetApplicationAcls`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplicationAcls {
+    pub owner: String,
+    pub acls: std::collections::BTreeMap<ApplicationAccessType, String>,
 }
 
 // ------------------------------------------------------------------ ApplicationMasterProtocol
@@ -323,6 +344,27 @@ pub struct NodeHeartbeatResponse {
 
 // ------------------------------------------------------------------ the client protocol on the wire
 
+/// One call on the client port: who makes it (simple authentication's claim: the user and,
+/// for `--proxy-user`, the real user behind it) and the call itself. Every call carries its
+/// caller, so the node can decide who may do what (see `super::acls`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientCall {
+    pub caller: Caller,
+    pub request: ClientRequest,
+}
+
+impl ClientCall {
+    /// `request`, made by `caller`.
+    pub fn new(caller: Caller, request: ClientRequest) -> ClientCall {
+        ClientCall { caller, request }
+    }
+
+    /// `request`, made by whom this process acts as ([`Caller::current`]).
+    pub fn current(request: ClientRequest) -> ClientCall {
+        ClientCall::new(Caller::current(), request)
+    }
+}
+
 /// One ApplicationClientProtocol call, as it travels between `sparkyard submit` and a
 /// running `sparkyard node`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -351,6 +393,9 @@ pub enum ClientResponse {
     Admin(AdminResponse),
     /// The request could not be served at all (the RM did not answer, a bad request).
     Failed(String),
+    /// The caller may not make this call at all (a proxy user its real user may not
+    /// impersonate): one line, final (not retried).
+    Denied(String),
 }
 
 impl ClientRequest {
@@ -375,10 +420,12 @@ impl ClientRequest {
 pub struct ClientProtocol;
 
 impl WireProtocol for ClientProtocol {
-    type Request = ClientRequest;
+    type Request = ClientCall;
     type Response = ClientResponse;
-    /// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`).
-    const VERSION: u8 = 2;
+    /// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`);
+    /// version 3 the caller of every call ([`ClientCall`]), the application's ACLs in its
+    /// submission context, and `sparkyard chaos heal`.
+    const VERSION: u8 = 3;
     const SERVER: &'static str = "ResourceManager";
     const CONNECT_HINT: &'static str = "is 'sparkyard node' running?";
     const NAME: &'static str = "client protocol";
@@ -388,8 +435,8 @@ impl WireProtocol for ClientProtocol {
         max_buffered: conf::CLIENT_PORT_MAX_BUFFERED.name(),
     };
 
-    fn request_name(request: &ClientRequest) -> &'static str {
-        request.name()
+    fn request_name(call: &ClientCall) -> &'static str {
+        call.request.name()
     }
 
     fn failure(reason: String) -> ClientResponse {
@@ -427,6 +474,8 @@ pub enum AdminRequest {
     },
     /// Carry out a fault plan, starting now.
     RunPlan { plan: FaultPlan, by: String },
+    /// End the partitions in force now: those whose target is `target`, or every one.
+    Heal { target: Option<String>, by: String },
     /// Send a real signal (`KILL`, `TERM`, `STOP`, `CONT`) to container processes or to a
     /// NodeManager's process: served by every process that runs container processes (and by
     /// the NodeManager process named).
@@ -449,6 +498,7 @@ impl AdminRequest {
             AdminRequest::Kill { .. } => "KillActors",
             AdminRequest::Partition { .. } => "PartitionActors",
             AdminRequest::RunPlan { .. } => "RunFaultPlan",
+            AdminRequest::Heal { .. } => "HealPartitions",
             AdminRequest::Signal { .. } => "SignalProcesses",
             AdminRequest::RefreshNodes(_) => "RefreshNodes",
             AdminRequest::ListNodes => "ListNodes",
@@ -485,6 +535,8 @@ pub enum AdminResponse {
     Nodes(Vec<NodeReport>),
     /// The processes a signal was sent to.
     Signalled(Vec<Signalled>),
+    /// The partitions a heal ended (their targets).
+    Healed(Vec<String>),
     /// Not done: a malformed pattern, a target that matches no running actor, an empty plan;
     /// one line that names the pattern.
     Refused(String),
@@ -554,6 +606,7 @@ crate::protocol! {
         KillApplication,
         GetClusterNodes,
         GetContainerOutput,
+        GetApplicationAcls,
     }
 }
 

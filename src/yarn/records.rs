@@ -338,6 +338,10 @@ pub struct ApplicationSubmissionContext {
     /// The AM container's capability.
     pub resource: Resource,
     pub am_container_spec: ContainerLaunchContext,
+    /// The application's VIEW_APP and MODIFY_APP ACLs (ContainerLaunchContext's
+    /// applicationACLs in YARN), as Hadoop's ACL strings; none: only the owner and admins.
+    #[serde(default)]
+    pub acls: BTreeMap<super::acls::ApplicationAccessType, String>,
 }
 
 /// A NodeManager as the ResourceManager knows it (NodeReport).

@@ -91,6 +91,16 @@ pub fn start_node() -> Node {
 /// A node with extra `--conf key=value` settings; with `stderr` piped, its stderr lines too
 /// (read on a thread until the node exits, so the pipe never fills).
 pub fn start_node_with(conf: &[&str], stderr: Stdio) -> (Node, Option<Receiver<String>>) {
+    start_node_env(conf, stderr, &[])
+}
+
+/// [`start_node_with`] with extra environment variables (e.g. `HADOOP_USER_NAME`, the user
+/// the node runs as).
+pub fn start_node_env(
+    conf: &[&str],
+    stderr: Stdio,
+    env: &[(&str, &str)],
+) -> (Node, Option<Receiver<String>>) {
     let logs = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(BIN);
     cmd.args([
@@ -104,6 +114,9 @@ pub fn start_node_with(conf: &[&str], stderr: Stdio) -> (Node, Option<Receiver<S
     ]);
     for pair in conf {
         cmd.args(["--conf", pair]);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     let mut child = cmd
         .args(["--log-dir", logs.path().to_str().unwrap()])

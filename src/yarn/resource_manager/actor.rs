@@ -341,6 +341,17 @@ impl Handler<ListNodes> for ResourceManager {
     }
 }
 
+impl Handler<GetApplicationAcls> for ResourceManager {
+    type Result = Result<ApplicationAcls, YarnError>;
+
+    fn handle(&mut self, msg: GetApplicationAcls, _: &mut Context<Self>) -> Self::Result {
+        self.state
+            .lock()
+            .acls(&msg.app_id)
+            .ok_or(YarnError::ApplicationNotFound(msg.app_id))
+    }
+}
+
 impl Handler<GetContainerOutput> for ResourceManager {
     type Result = ResponseFuture<Result<String, YarnError>>;
 

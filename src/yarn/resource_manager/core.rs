@@ -360,6 +360,14 @@ impl ResourceManagerCore {
     }
 
     /// The application's state key and report, if the RM knows it.
+    /// The owner and ACLs of `app` (ApplicationACLsManager's entry for it).
+    pub fn acls(&self, app: &ApplicationId) -> Option<ApplicationAcls> {
+        self.apps.get(app).map(|a| ApplicationAcls {
+            owner: a.ctx.user.clone(),
+            acls: a.ctx.acls.clone(),
+        })
+    }
+
     pub fn report(&self, app: &ApplicationId) -> Option<(ReportKey, ApplicationReport)> {
         self.apps.get(app).map(|a| (a.key(), a.report()))
     }
@@ -1825,6 +1833,7 @@ mod tests {
                 tags: Vec::new(),
                 resource: Resource::new(am_mb, 1),
                 am_container_spec: ContainerLaunchContext::default(),
+                acls: Default::default(),
             },
             NOW,
         );
@@ -2025,6 +2034,7 @@ mod tests {
                 tags: Vec::new(),
                 resource: Resource::new(1024, 1),
                 am_container_spec: ContainerLaunchContext::default(),
+                acls: Default::default(),
             },
             NOW,
         );
@@ -2057,6 +2067,7 @@ mod tests {
                 tags: Vec::new(),
                 resource: Resource::new(1024, 1),
                 am_container_spec: ContainerLaunchContext::default(),
+                acls: Default::default(),
             },
             NOW,
         );
