@@ -350,3 +350,147 @@ async fn a_remote_watch_ends_when_the_watched_process_is_gone() {
         "{why}"
     );
 }
+
+// ------------------------------------------------------------------ authenticated
+
+/// A process of its own serving `root` under `security`, with a counter at `root/counter`;
+/// its route to the node hub at `hub`, when given.
+async fn secured(
+    id: &str,
+    root: &str,
+    security: sparkyard::rpc::remote::Security,
+    hub: Option<&str>,
+) -> (Cluster, String) {
+    let cluster = runtime(id);
+    let (addr, stop) = sparkyard::rpc::remote::serve_cluster_secured(
+        &cluster,
+        path(root),
+        "127.0.0.1:0",
+        ServerLimits::default(),
+        security,
+    )
+    .await
+    .unwrap();
+    std::mem::forget(stop);
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    cluster.start_root_at(
+        &path(root),
+        Default::default(),
+        SupervisorSpec::new(Strategy::OneForOne).child(ChildSpec::worker("counter", move |_, me| Counter {
+            me,
+            notes: notes.clone(),
+        })),
+    );
+    if let Some(hub) = hub {
+        cluster.route_to(path("/node"), hub).unwrap();
+    }
+    let counter = path(&format!("{root}/counter"));
+    eventually("the counter started", || cluster.registry().contains(&counter)).await;
+    (cluster, addr)
+}
+
+#[actix_rt::test]
+async fn an_application_reaches_its_own_containers_and_no_other_applications() {
+    use sparkyard::rpc::auth::{AcceptApps, Secret};
+    use sparkyard::yarn::security::{container_keyring, daemon_security, node_keyring};
+    let secret = "the node's secret";
+    let mut conf = sparkyard::conf::SparkConf::new();
+    conf.set("spark.authenticate", "true");
+    conf.set("spark.authenticate.secret", secret);
+    let node = node_keyring(&conf, AcceptApps::Any, false).unwrap();
+    let app_secret = |app: &str| Secret::from_text(secret).unwrap().for_application(app).expose();
+    let app = |app: &str| sparkyard::rpc::remote::Security {
+        keyring: container_keyring(app, Some(&app_secret(app)), false).unwrap(),
+        gate: None,
+    };
+    let (a, b) = ("application_17_0001", "application_17_0002");
+    let (_hub, hub_addr) = secured("hub", "/node", daemon_security(node, false), None).await;
+    let (b_driver, _) = secured(
+        "b-driver",
+        "/node/nm-h/container_17_0002_01_000001",
+        app(b),
+        Some(&hub_addr),
+    )
+    .await;
+    let (_a_driver, _) = secured(
+        "a-driver",
+        "/node/nm-h/container_17_0001_01_000001",
+        app(a),
+        Some(&hub_addr),
+    )
+    .await;
+    let (a_executor, _) = secured(
+        "a-executor",
+        "/node/nm-h/container_17_0001_01_000002",
+        app(a),
+        Some(&hub_addr),
+    )
+    .await;
+    let limit = Duration::from_secs(10);
+
+    // Its own application's driver, through the node: answered.
+    let own = a_executor.endpoint::<CounterProtocol>(&path("/node/nm-h/container_17_0001_01_000001/counter"));
+    let deadline = tokio::time::Instant::now() + limit;
+    while own.ask(Add(1), limit).await != Ok(Ok(2)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "A executor never reached A driver: {:?}",
+            own.ask(Add(1), limit).await
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Another application's driver through the node: the node's gate refuses it.
+    let other =
+        a_executor.endpoint::<CounterProtocol>(&path("/node/nm-h/container_17_0002_01_000001/counter"));
+    let refused = format!("{:?}", other.ask(Add(1), limit).await);
+    assert!(
+        refused.contains("belongs to application application_17_0002"),
+        "{refused}"
+    );
+    // ... and directly at its address: B's process does not accept A's secret.
+    let url = b_driver.url_of(&path("/node/nm-h/container_17_0002_01_000001/counter"));
+    let direct = runtime("a-executor-direct");
+    let (_addr, stop) = sparkyard::rpc::remote::serve_cluster_secured(
+        &direct,
+        path("/node/nm-h/container_17_0001_01_000003"),
+        "127.0.0.1:0",
+        ServerLimits::default(),
+        app(a),
+    )
+    .await
+    .unwrap();
+    std::mem::forget(stop);
+    let target = direct.resolve_url(&url).unwrap();
+    let refused = format!(
+        "{:?}",
+        direct
+            .endpoint::<CounterProtocol>(&target)
+            .ask(Add(1), limit)
+            .await
+    );
+    assert!(
+        refused.contains("does not accept application application_17_0001"),
+        "{refused}"
+    );
+
+    // A process without the secret reaches nothing.
+    let stranger = runtime("stranger");
+    let (_addr, stop) = sparkyard::rpc::remote::serve_cluster(
+        &stranger,
+        path("/stranger"),
+        "127.0.0.1:0",
+        ServerLimits::default(),
+    )
+    .await
+    .unwrap();
+    std::mem::forget(stop);
+    stranger.route_to(path("/node"), &hub_addr).unwrap();
+    let refused = format!(
+        "{:?}",
+        stranger
+            .endpoint::<CounterProtocol>(&path("/node/nm-h/container_17_0001_01_000001/counter"))
+            .ask(Add(1), limit)
+            .await
+    );
+    assert!(refused.contains("authentication is required"), "{refused}");
+}

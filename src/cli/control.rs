@@ -92,7 +92,7 @@ pub enum ProcessTarget {
 
 /// The container id of the running executor `id` (of `app`, when given), from the node's
 /// actors; the error names what is missing or ambiguous.
-fn executor_container(addr: &str, id: &str, app: Option<&str>) -> Result<String, String> {
+fn executor_container(addr: &NodeAddress, id: &str, app: Option<&str>) -> Result<String, String> {
     let app_id = app
         .map(|a| {
             a.parse::<ApplicationId>()
@@ -194,8 +194,29 @@ pub fn rmadmin(conf: &SparkConf, command: RmadminCommand, out: &mut dyn Write) -
         .map_err(|e| format!("cannot write output: {e}"))
 }
 
+/// A node as a control command reaches it: its client port and the node's secret to prove
+/// there (`spark.authenticate`).
+pub struct NodeAddress {
+    pub addr: String,
+    pub keyring: std::sync::Arc<crate::rpc::auth::Keyring>,
+}
+
+impl std::fmt::Display for NodeAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.addr)
+    }
+}
+
+/// The node's client port (`host:port`) and secret from the configuration.
+pub fn node_address(conf: &SparkConf) -> Result<NodeAddress, String> {
+    Ok(NodeAddress {
+        addr: node_port(conf)?,
+        keyring: crate::yarn::security::node_keyring(conf, crate::rpc::auth::AcceptApps::NoApps, false)?,
+    })
+}
+
 /// The node's address (`host:port`) from the configuration.
-pub fn node_address(conf: &SparkConf) -> Result<String, String> {
+pub fn node_port(conf: &SparkConf) -> Result<String, String> {
     let addr = conf.get(&conf::RM_ADDRESS).map_err(|e| e.to_string())?;
     if addr.port == 0 {
         return Err(format!(
@@ -208,13 +229,13 @@ pub fn node_address(conf: &SparkConf) -> Result<String, String> {
 }
 
 /// One admin call to the node at `addr`: connect, ask, answer (or one line saying why not).
-pub fn call(addr: &str, request: AdminRequest) -> Result<AdminResponse, String> {
+pub fn call(addr: &NodeAddress, request: AdminRequest) -> Result<AdminResponse, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the client's runtime: {e}"))?;
     runtime.block_on(async move {
-        let mut conn = ClientConnection::connect(addr, CONTROL_TIMEOUT)
+        let mut conn = ClientConnection::connect_secured(&addr.addr, CONTROL_TIMEOUT, addr.keyring.clone())
             .await
             .map_err(|e| e.to_string())?;
         match conn
@@ -511,8 +532,8 @@ mod tests {
     fn port_zero_is_not_an_address_to_call() {
         let mut c = SparkConf::new();
         c.set("yarn.resourcemanager.address", "127.0.0.1:0");
-        assert!(node_address(&c).unwrap_err().contains("port 0"));
+        assert!(node_port(&c).unwrap_err().contains("port 0"));
         c.set("yarn.resourcemanager.address", "127.0.0.1:9999");
-        assert_eq!(node_address(&c).unwrap(), "127.0.0.1:9999");
+        assert_eq!(node_port(&c).unwrap(), "127.0.0.1:9999");
     }
 }

@@ -97,21 +97,27 @@ impl Security {
     /// Whether `principal` may deliver `message` here (including the route its origin
     /// teaches).
     fn admits(&self, principal: &Principal, message: &RemoteMessage) -> Result<(), String> {
-        let Principal::Application(app) = principal else {
+        let (Principal::Application(app), Some(gate)) = (principal, &self.gate) else {
             return Ok(());
         };
         if let Some(origin) = &message.origin {
-            if !self.keyring.root_belongs(app, &origin.root) {
-                return Err(format!(
-                    "application {app} cannot speak for {} (not one of its containers)",
-                    origin.root
-                ));
-            }
+            self.speaks_for(app, origin)?;
         }
-        match &self.gate {
-            Some(gate) => gate(app, message),
-            None => Ok(()),
+        gate(app, message)
+    }
+
+    /// Whether application `app`'s connection may teach a route to `origin` here: on a gated
+    /// endpoint (a node's daemons), only to its own containers, so it cannot pose as a daemon
+    /// or another application. (Within an application its processes trust each other; the
+    /// node, which reaches a container with the application's secret, speaks for `/node`.)
+    fn speaks_for(&self, app: &str, origin: &Origin) -> Result<(), String> {
+        if self.gate.is_none() || self.keyring.root_belongs(app, &origin.root) {
+            return Ok(());
         }
+        Err(format!(
+            "application {app} cannot speak for {} (not one of its containers)",
+            origin.root
+        ))
     }
 }
 
@@ -274,12 +280,7 @@ async fn serve_connection(
         match tokio::time::timeout(CONNECT_TIMEOUT, read_frame::<_, Frame>(&mut read, max_frame)).await {
             Ok(Ok(Some(Frame::Hello { origin }))) => {
                 if let (Some(origin), Principal::Application(app)) = (&origin, &principal) {
-                    if !security.keyring.root_belongs(app, &origin.root) {
-                        return Err(format!(
-                            "application {app} cannot speak for {} (not one of its containers)",
-                            origin.root
-                        ));
-                    }
+                    security.speaks_for(app, origin)?;
                 }
                 if let Some(origin) = &origin {
                     cluster.learn_route(origin);

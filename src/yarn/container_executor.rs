@@ -477,6 +477,7 @@ mod tests {
             command: vec!["sparkyard".into(), "executor".into(), "--log=<LOG_DIR>/x".into()],
             environment: [("SPARK_LOG".to_string(), "<LOG_DIR>".to_string())].into(),
             local_resources: Default::default(),
+            tokens: None,
         };
         let spec = ContainerProcessSpec::from_launch_context(
             id,
