@@ -201,7 +201,9 @@ async fn reach_rm(cluster: &Cluster, addr: &str, max_wait: Duration, retry: Dura
                 "Cannot reach the ResourceManager at {addr} ({last}); retrying"
             );
         }
-        if tokio::time::Instant::now() + pause >= deadline {
+        // A refused secret is not a ResourceManager still starting: retrying cannot help.
+        let refused = last.contains("authentication") || last.contains("does not authenticate");
+        if refused || tokio::time::Instant::now() + pause >= deadline {
             return Err(format!(
                 "cannot reach the ResourceManager at {addr} after {tries} tries in {} (yarn.resourcemanager.connect.max-wait.ms): {last}",
                 humantime::format_duration(max_wait)

@@ -177,12 +177,11 @@ pub async fn serve_cluster_secured(
         }),
     )?;
     let (stop, stopped) = watch::channel(false);
-    actix::spawn(serve_actors_secured(
-        cluster.clone(),
-        listener,
-        stopped,
-        limits,
-        security,
+    // Its records (a refused connection) go where the process's own go.
+    let ctx = cluster.log_ctx().clone();
+    actix::spawn(crate::logs::ctx::Instrumented::new(
+        serve_actors_secured(cluster.clone(), listener, stopped, limits, security),
+        ctx,
     ));
     Ok((addr, stop))
 }
@@ -231,12 +230,14 @@ pub async fn serve_actors_secured(
                     open.set(open.get() + 1);
                     let (cluster, open, max) = (cluster.clone(), open.clone(), limits.max_frame.min(MAX_FRAME));
                     let security = security.clone();
-                    connections.spawn_local(async move {
+                    // Its records (a refused handshake) go where the process's own go.
+                    let ctx = cluster.log_ctx().clone();
+                    connections.spawn_local(crate::logs::ctx::Instrumented::new(async move {
                         if let Err(reason) = serve_connection(&cluster, stream, max, &security).await {
                             tracing::warn!(event = "connection_closed", %peer, %reason, "closing an actor connection from {peer}: {reason}");
                         }
                         open.set(open.get() - 1);
-                    });
+                    }, ctx));
                 }
                 Err(e) => {
                     tracing::warn!(event = "accept_failed", error = %e, "cannot accept an actor connection");

@@ -60,6 +60,7 @@ use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 
 use super::auth::{self, Keyring, SecureRead, SecureWrite};
+use crate::logs::ctx::Instrumented;
 
 /// The largest frame body either side sends or accepts.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -663,6 +664,7 @@ pub async fn serve_secured<P: WireProtocol>(
     let local = listener.local_addr().ok();
     tracing::debug!(event = "serving", addr = ?local, "serving the {}", P::NAME);
     let port = Rc::new(Port::default());
+    let log_ctx = crate::logs::ctx::current();
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -707,7 +709,12 @@ pub async fn serve_secured<P: WireProtocol>(
                     });
                     port.slots.borrow_mut().push(slot.clone());
                     let registered = Registered { port: port.clone(), slot };
-                    connections.spawn_local(serve_connection::<P>(stream, registered, handler.clone(), limits, keyring.clone()));
+                    let connection = serve_connection::<P>(stream, registered, handler.clone(), limits, keyring.clone());
+                    // Its records (a refused handshake) carry the server's log context.
+                    match &log_ctx {
+                        Some(ctx) => connections.spawn_local(Instrumented::new(connection, ctx.clone())),
+                        None => connections.spawn_local(connection),
+                    };
                 }
                 Err(e) => {
                     tracing::warn!(event = "accept_failed", error = %e, "cannot accept a connection");

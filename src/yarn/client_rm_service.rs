@@ -218,7 +218,12 @@ impl Actor for ClientRmService {
         });
         let (tx, rx) = watch::channel(false);
         self.stop = Some(tx);
-        ctx.spawn(serve_secured(listener, handler, rx, limits, self.keyring.clone()).into_actor(self));
+        // The port's records (a refused connection) carry this actor's path and node.
+        let serving = crate::logs::ctx::Instrumented::new(
+            serve_secured(listener, handler, rx, limits, self.keyring.clone()),
+            self.me.log_ctx().clone(),
+        );
+        ctx.spawn(serving.into_actor(self));
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {

@@ -138,6 +138,7 @@ impl Yarn {
             .args(args)
             .args(["--config-dir", &config_dir()])
             .args(["--conf", &format!("yarn.resourcemanager.address={}", self.addr)])
+            .args(confs(&self.conf))
             .env_remove("RUST_LOG")
             .output()
             .unwrap()
