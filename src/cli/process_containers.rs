@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::roles::{parse_launch_command, PROGRAM};
 use crate::conf::{self, SparkConf};
+use crate::logs::perms;
 use crate::yarn::container_executor::{ContainerExecutorConf, ContainerProcessSpec};
 use crate::yarn::container_process::{container_process_child, ContainerProcesses};
 use crate::yarn::launcher::{ContainerLaunchFile, Launch, LauncherRegistry, Process, LAUNCH_FILE};
@@ -115,7 +116,7 @@ impl ProcessContainers {
             .join("appcache")
             .join(&app)
             .join(id.to_string());
-        std::fs::create_dir_all(&work_dir).map_err(|e| {
+        perms::create_dir_all(&work_dir, perms::WORK_DIR_MODE).map_err(|e| {
             format!(
                 "cannot make the container's directory {}: {e}",
                 work_dir.display()
@@ -133,7 +134,9 @@ impl ProcessContainers {
         let text =
             serde_json::to_string_pretty(&file).map_err(|e| format!("cannot write {LAUNCH_FILE}: {e}"))?;
         let path = work_dir.join(LAUNCH_FILE);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // It carries the application's secret: the owner's alone, as YARN's credentials file.
+        perms::write(&path, text.as_bytes(), perms::PRIVATE_FILE_MODE)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let mut env: Vec<(String, String)> = launch
             .context
             .environment
