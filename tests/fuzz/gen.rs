@@ -36,7 +36,9 @@ impl Rng {
             0 => self.below(4) as u64,
             1 => self.below(256) as u64,
             2 => u64::MAX - self.below(2) as u64,
-            3 => (1u64 << self.below(64)).wrapping_add(self.below(3) as u64).wrapping_sub(1),
+            3 => (1u64 << self.below(64))
+                .wrapping_add(self.below(3) as u64)
+                .wrapping_sub(1),
             4 => self.below(100_000) as u64,
             _ => self.next(),
         }
@@ -102,7 +104,9 @@ impl RandomDe<'_> {
         match self.rng.below(4) {
             0 => {
                 let n = self.rng.below(12);
-                (0..n).map(|_| (b'a' + self.rng.below(26) as u8) as char).collect()
+                (0..n)
+                    .map(|_| (b'a' + self.rng.below(26) as u8) as char)
+                    .collect()
             }
             1 => {
                 let n = self.rng.below(8);
@@ -198,7 +202,11 @@ impl<'de> de::Deserializer<'de> for &mut RandomDe<'_> {
     fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, v: V) -> Result<V::Value, GenError> {
         v.visit_unit()
     }
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, v: V) -> Result<V::Value, GenError> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        v: V,
+    ) -> Result<V::Value, GenError> {
         v.visit_newtype_struct(&mut self.nested())
     }
     fn deserialize_seq<V: Visitor<'de>>(self, v: V) -> Result<V::Value, GenError> {
@@ -323,7 +331,11 @@ impl<'de> de::VariantAccess<'de> for RandomDe<'_> {
     fn tuple_variant<V: Visitor<'de>>(mut self, len: usize, v: V) -> Result<V::Value, GenError> {
         de::Deserializer::deserialize_tuple(&mut self, len, v)
     }
-    fn struct_variant<V: Visitor<'de>>(mut self, fields: &'static [&'static str], v: V) -> Result<V::Value, GenError> {
+    fn struct_variant<V: Visitor<'de>>(
+        mut self,
+        fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, GenError> {
         de::Deserializer::deserialize_tuple(&mut self, fields.len(), v)
     }
 }
@@ -336,9 +348,9 @@ pub fn msgpack_noise(rng: &mut Rng) -> Vec<u8> {
     let mut out = Vec::new();
     for _ in 0..rng.below(8) + 1 {
         match rng.below(8) {
-            0 => out.push(0x90 | rng.below(16) as u8),        // fixarray
-            1 => out.push(0x80 | rng.below(16) as u8),        // fixmap
-            2 => out.push(0xa0 | rng.below(32) as u8),        // fixstr
+            0 => out.push(0x90 | rng.below(16) as u8),       // fixarray
+            1 => out.push(0x80 | rng.below(16) as u8),       // fixmap
+            2 => out.push(0xa0 | rng.below(32) as u8),       // fixstr
             3 => out.extend([0xdd, 0xff, 0xff, 0xff, 0xff]), // array32, 4 G elements
             4 => out.extend([0xc6, 0x7f, 0xff, 0xff, 0xff]), // bin32, 2 GiB
             5 => out.extend([0xdb, 0xff, 0xff, 0xff, 0xf0]), // str32, 4 GiB
