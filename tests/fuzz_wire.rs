@@ -95,16 +95,21 @@ fn largest_allocation(f: impl FnOnce()) -> usize {
 
 // ------------------------------------------------------------------ the decoders
 
+/// Makes up a valid input (`None` when none came out).
+type Seed = Box<dyn Fn(&mut Rng) -> Option<Vec<u8>>>;
+/// Decodes an input, answering whether it was accepted.
+type Decode = Box<dyn Fn(&[u8]) -> bool>;
+
 /// One decoder of bytes from another process.
 struct Decoder {
     name: String,
     /// The largest allocation one input may cause: the frame limit that governs it.
     limit: usize,
     /// A valid input, made up (`None` when none came out).
-    seed: Box<dyn Fn(&mut Rng) -> Option<Vec<u8>>>,
+    seed: Seed,
     /// Decodes an input, answering whether it was accepted; must not panic and must not wait
     /// (the bytes are all there).
-    decode: Box<dyn Fn(&[u8]) -> bool>,
+    decode: Decode,
 }
 
 /// Every frame in `bytes`, read as a server or client reads its peer's, until an error or
@@ -245,7 +250,7 @@ fn seed() -> u64 {
     std::env::var("SPARKYARD_FUZZ_SEED")
         .ok()
         .map(|v| v.parse().expect("SPARKYARD_FUZZ_SEED is a number"))
-        .unwrap_or(0x5eed_15)
+        .unwrap_or(0x005e_ed15)
 }
 
 /// One input for `d`: a mutated valid encoding mostly, sometimes a valid one as is, noise,
