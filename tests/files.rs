@@ -2,8 +2,8 @@
 //! `sparkyard node` whose containers are processes, every directory under the log directory
 //! is 0750 and every file 0640 (YARN's container log layout), the containers' working
 //! directories are 0750 and their launch files 0600, event logs are 0660; and a secret given
-//! in the configuration (`spark.authenticate.secret`, an executor environment variable
-//! named like a password) appears in no log file, no event log, no launch file and no
+//! in the configuration (`spark.authenticate.secret`, an executor's and the AM's environment
+//! variables named like a password or token) appears in no log file, no event log, no launch file and no
 //! console output, nor on any command line a container runs with.
 
 mod common;
@@ -90,6 +90,7 @@ fn secret_args(events: &Path) -> Vec<String> {
     [
         format!("spark.authenticate.secret={SECRET}"),
         format!("spark.executorEnv.X_PASSWORD={PASSWORD}"),
+        format!("spark.yarn.appMasterEnv.Y_TOKEN={PASSWORD}"),
         "spark.eventLog.enabled=true".to_string(),
         format!("spark.eventLog.dir={}", events.display()),
     ]
