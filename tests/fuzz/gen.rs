@@ -414,7 +414,20 @@ pub fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
                 // A length field somewhere: a u32 near the edges written big-endian.
                 if len >= 4 {
                     let at = rng.below(len - 3);
-                    let v = [0u32, 1, 0x7fff_ffff, 0xffff_ffff, 0x0800_0000, 0x0800_0001][rng.below(6)];
+                    // The limits and one past: the client port's request frame (8 MiB),
+                    // its answers (64 MiB), the actor endpoint's frame (128 MiB).
+                    let v = [
+                        0u32,
+                        1,
+                        0x7fff_ffff,
+                        0xffff_ffff,
+                        0x0080_0000,
+                        0x0080_0001,
+                        0x0400_0000,
+                        0x0400_0001,
+                        0x0800_0000,
+                        0x0800_0001,
+                    ][rng.below(10)];
                     out[at..at + 4].copy_from_slice(&v.to_be_bytes());
                 }
             }
