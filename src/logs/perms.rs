@@ -15,6 +15,9 @@
 //! than it should be) and then given it with `set_permissions`, since the umask may have
 //! narrowed the mode at creation. Directories that already existed are left as they are:
 //! they belong to whoever made them (a log directory named on the command line, `/tmp`).
+//!
+//! Layer: logs (the bottom: the log sink, the container executor, the process containers
+//! and the event log writer above it all use it).
 
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io;

@@ -1,6 +1,8 @@
 //! The log directory's fence: `sparkyard logs` reads nothing outside the directory it was
 //! given. A symbolic link under it that leads out (to another user's files, to `/etc`) is
 //! skipped with one line naming it, once; a link that stays inside is followed.
+//!
+//! Layer: logs (the reader's, used by the grouped, `--json` and `--supervision` readings).
 
 use std::collections::HashSet;
 use std::fs;
