@@ -2,9 +2,9 @@
 //!
 //! Modules, by layer, bottom first (the lower five import only from the layers under them,
 //! which `tests/layers.rs` checks; the Spark side's modules still import each other):
-//! [`logs`] (the log context, structured actor logs and their
-//! reader, container output), [`runtime`] (supervision trees on actix, paths, registry,
-//! endpoint refs, death watch, fault injection, the clock), [`conf`] (SparkConf and the
+//! [`logs`] (the log context, structured actor logs and their reader, container output, the
+//! modes of the files sparkyard writes), [`runtime`] (supervision trees on actix, paths,
+//! registry, endpoint refs, death watch, fault injection, the clock), [`conf`] (SparkConf and the
 //! configuration files), [`rpc`] (the TCP transport, generic over its protocol), [`yarn`]
 //! (ResourceManager, NodeManagers and their launcher registry, records, protocols, the
 //! all-in-one node); then the Spark side: [`deploy`] (SparkSubmit, the Client, the

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::roles::{parse_launch_command, PROGRAM};
 use crate::conf::{self, SparkConf};
+use crate::logs::perms;
 use crate::yarn::container_executor::{ContainerExecutorConf, ContainerProcessSpec};
 use crate::yarn::container_process::{container_process_child, ContainerProcesses};
 use crate::yarn::launcher::{ContainerLaunchFile, Launch, LauncherRegistry, Process, LAUNCH_FILE};
@@ -118,7 +119,7 @@ impl ProcessContainers {
             .join("appcache")
             .join(&app)
             .join(id.to_string());
-        std::fs::create_dir_all(&work_dir).map_err(|e| {
+        perms::create_dir_all(&work_dir, perms::WORK_DIR_MODE).map_err(|e| {
             format!(
                 "cannot make the container's directory {}: {e}",
                 work_dir.display()
@@ -144,19 +145,9 @@ impl ProcessContainers {
         let text =
             serde_json::to_string_pretty(&file).map_err(|e| format!("cannot write {LAUNCH_FILE}: {e}"))?;
         let path = work_dir.join(LAUNCH_FILE);
-        // It holds the application's secret: the container's user alone reads it.
-        let written = {
-            use std::io::Write;
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&path)
-                .and_then(|mut f| f.write_all(text.as_bytes()))
-        };
-        written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // It carries the application's secret: the owner's alone, as YARN's credentials file.
+        perms::write(&path, text.as_bytes(), perms::PRIVATE_FILE_MODE)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let mut env: Vec<(String, String)> = launch
             .context
             .environment

@@ -10,6 +10,7 @@ pub mod ctx;
 pub mod format;
 pub mod glob;
 pub mod output;
+pub mod perms;
 pub mod reader;
 pub mod sink;
 pub mod supervision;

@@ -24,7 +24,7 @@
 //! system call per record.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
+
+use super::perms;
 
 /// File name of a container's structured log.
 pub const CONTAINER_LOG_FILE: &str = "sparkyard.jsonl";
@@ -641,11 +643,13 @@ fn discard(state: FileState) {
     }
 }
 
+/// Opens a log file for appending: its directories 0750 and the file 0640, as YARN's
+/// container logs (see [`super::perms`]).
 fn open(path: &Path) -> std::io::Result<File> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+        perms::create_dir_all(parent, perms::LOG_DIR_MODE)?;
     }
-    OpenOptions::new().create(true).append(true).open(path)
+    perms::open_append(path, perms::LOG_FILE_MODE)
 }
 
 impl Drop for LogSink {

@@ -36,7 +36,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::reader::{parse_line, warn_skipped, Filter, LogsError, Parsed};
+use super::reader::{parse_line, warn_skipped, Fence, Filter, LogsError, Parsed};
 use super::sink::CONTAINER_LOG_FILE;
 
 /// The events that are always part of the supervision story.
@@ -168,29 +168,41 @@ fn sorted_entries(dir: &Path, err: &mut dyn Write) -> Vec<(String, PathBuf)> {
 }
 
 /// The files to read: node files, then the record files of the containers `filter` allows.
+/// The entries of `d` inside the fence.
+fn entries(d: &Path, fence: &mut Fence, err: &mut dyn Write) -> Vec<(String, PathBuf)> {
+    if !fence.allows(d, err) {
+        return Vec::new();
+    }
+    let mut v = sorted_entries(d, err);
+    v.retain(|(_, p)| fence.allows(p, err));
+    v
+}
+
+/// Nothing outside `dir` is read: a link that leads out is skipped with one line.
 fn files(dir: &Path, filter: &Filter, err: &mut dyn Write) -> (Vec<PathBuf>, Vec<PathBuf>, bool) {
-    let nodes = sorted_entries(&dir.join("nodes"), err)
+    let mut fence = Fence::new(dir);
+    let nodes = entries(&dir.join("nodes"), &mut fence, err)
         .into_iter()
         .filter(|(name, path)| name.ends_with(".jsonl") && path.is_file())
         .map(|(_, p)| p)
         .collect();
     let apps = match &filter.app {
         Some(app) => vec![(app.clone(), dir.join("apps").join(app))],
-        None => sorted_entries(&dir.join("apps"), err),
+        None => entries(&dir.join("apps"), &mut fence, err),
     };
     let mut containers = Vec::new();
     let mut app_dir_found = false;
     for (_, app_dir) in apps {
-        if !app_dir.is_dir() {
+        if !app_dir.is_dir() || !fence.allows(&app_dir, err) {
             continue;
         }
         app_dir_found = true;
-        for (name, cdir) in sorted_entries(&app_dir, err) {
+        for (name, cdir) in entries(&app_dir, &mut fence, err) {
             if filter.container.as_ref().is_some_and(|c| c != &name) {
                 continue;
             }
             let file = cdir.join(CONTAINER_LOG_FILE);
-            if file.is_file() {
+            if file.is_file() && fence.allows(&file, err) {
                 containers.push(file);
             }
         }

@@ -17,7 +17,7 @@
 //! CONT), and [`exit_diagnostics`] is what a container that ended says about it.
 
 use std::fmt;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use crate::conf::{self, ConfError, SparkConf};
+use crate::logs::perms;
 use crate::yarn::records::ContainerId;
 
 /// YARN's ContainerExecutor.ExitCode.TERMINATED: the process ended on SIGTERM.
@@ -234,12 +235,17 @@ pub fn launch(spec: &ContainerProcessSpec, conf: &ContainerExecutorConf) -> Resu
         exit_code: EXIT_LAUNCH_FAILED,
         message: format!("Failed to create {what} {}: {e}", path.display()),
     };
-    fs::create_dir_all(&spec.work_dir).map_err(|e| setup("the working directory", &spec.work_dir, e))?;
-    fs::create_dir_all(&spec.log_dir).map_err(|e| setup("the log directory", &spec.log_dir, e))?;
+    // As the LinuxContainerExecutor: directories 0750, the output files 0640.
+    perms::create_dir_all(&spec.work_dir, perms::WORK_DIR_MODE)
+        .map_err(|e| setup("the working directory", &spec.work_dir, e))?;
+    perms::create_dir_all(&spec.log_dir, perms::LOG_DIR_MODE)
+        .map_err(|e| setup("the log directory", &spec.log_dir, e))?;
     let stdout_path = spec.log_dir.join("stdout");
     let stderr_path = spec.log_dir.join("stderr");
-    let stdout = File::create(&stdout_path).map_err(|e| setup("the log file", &stdout_path, e))?;
-    let stderr = File::create(&stderr_path).map_err(|e| setup("the log file", &stderr_path, e))?;
+    let stdout = perms::create(&stdout_path, perms::LOG_FILE_MODE)
+        .map_err(|e| setup("the log file", &stdout_path, e))?;
+    let stderr = perms::create(&stderr_path, perms::LOG_FILE_MODE)
+        .map_err(|e| setup("the log file", &stderr_path, e))?;
     let stderr_for_failure = stderr.try_clone().ok();
     let env = container_env(spec, &conf.env_whitelist, |name| std::env::var(name).ok());
     let mut command = tokio::process::Command::new(&spec.program);
@@ -398,6 +404,7 @@ pub fn group_alive(pgid: u32) -> bool {
 mod tests {
     use super::*;
     use crate::yarn::records::{ApplicationAttemptId, ApplicationId};
+    use std::fs;
 
     fn container() -> ContainerId {
         ContainerId {
@@ -608,6 +615,11 @@ mod tests {
         assert_eq!(lines[2], "1");
         assert_eq!(lines[3], launched.pid.to_string(), "its own process group");
         assert_eq!(fs::read_to_string(s.log_dir.join("stderr")).unwrap(), "err\n");
+        // Only their owner (and group) read them, as YARN's LinuxContainerExecutor makes them.
+        assert_eq!(perms::mode_of(&s.work_dir).unwrap(), 0o750);
+        assert_eq!(perms::mode_of(&s.log_dir).unwrap(), 0o750);
+        assert_eq!(perms::mode_of(&s.log_dir.join("stdout")).unwrap(), 0o640);
+        assert_eq!(perms::mode_of(&s.log_dir.join("stderr")).unwrap(), 0o640);
     }
 
     #[actix_rt::test]

@@ -74,6 +74,8 @@ pub fn interrupt(child: &Child) {
 pub struct Node {
     pub child: Child,
     pub addr: String,
+    /// The node's actor endpoint (where NodeManagers join).
+    pub actors: String,
     pub logs: tempfile::TempDir,
 }
 
@@ -134,7 +136,21 @@ pub fn start_node_env(
         .find(|w| w.starts_with("127.0.0.1:"))
         .expect("an address in the readiness line")
         .to_string();
-    (Node { child, addr, logs }, err)
+    let actors = ready
+        .split("join at ")
+        .nth(1)
+        .and_then(|rest| rest.split([';', ' ']).next())
+        .expect("the actor endpoint in the readiness line")
+        .to_string();
+    (
+        Node {
+            child,
+            addr,
+            actors,
+            logs,
+        },
+        err,
+    )
 }
 
 pub fn submit(node: &Node, args: &[&str]) -> Command {

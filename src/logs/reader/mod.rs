@@ -29,11 +29,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod args;
+mod fence;
 mod merge;
 mod print;
 mod tail;
 
 pub use args::*;
+pub(crate) use fence::Fence;
 use merge::*;
 use print::*;
 use tail::*;
@@ -121,6 +123,8 @@ struct Session {
     known: HashSet<PathBuf>,
     /// Directories already reported as unlistable.
     reported: HashSet<PathBuf>,
+    /// Keeps the reading inside `dir`.
+    fence: Fence,
     /// Node of each container, from the first record of its records file.
     nodes: HashMap<Origin, String>,
     found_container: bool,
@@ -132,6 +136,7 @@ impl Session {
     fn new(dir: PathBuf, filter: Filter, json: bool) -> Session {
         let container_filter = filter.inside_container();
         Session {
+            fence: Fence::new(&dir),
             dir,
             filter,
             container_filter,
@@ -149,6 +154,9 @@ impl Session {
     /// Sorted entries of `dir`; missing directories are silently empty,
     /// other failures are reported once.
     fn list(&mut self, dir: &Path, err: &mut dyn Write) -> Vec<(String, PathBuf)> {
+        if !self.fence.allows(dir, err) {
+            return Vec::new();
+        }
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) => {
@@ -167,6 +175,7 @@ impl Session {
             .map(|entry| (entry.file_name().to_string_lossy().into_owned(), entry.path()))
             .collect();
         names.sort();
+        names.retain(|(_, path)| self.fence.allows(path, err));
         names
     }
 
@@ -194,7 +203,7 @@ impl Session {
             None => self.list(&apps_dir, err),
         };
         for (app, app_dir) in apps {
-            if !app_dir.is_dir() {
+            if !app_dir.is_dir() || !self.fence.allows(&app_dir, err) {
                 continue;
             }
             let containers = match &self.filter.container {
@@ -202,7 +211,7 @@ impl Session {
                 None => self.list(&app_dir, err),
             };
             for (container, container_dir) in containers {
-                if !container_dir.is_dir() {
+                if !container_dir.is_dir() || !self.fence.allows(&container_dir, err) {
                     continue;
                 }
                 self.found_container = true;
@@ -211,11 +220,15 @@ impl Session {
                     app: app.clone(),
                 };
                 let records = container_dir.join(CONTAINER_LOG);
-                if records.is_file() {
+                if records.is_file() && self.fence.allows(&records, err) {
                     added |= self.add(origin.clone(), Kind::Records, records, CONTAINER_LOG.to_owned());
                 }
                 let stdout = container_dir.join(STDOUT_LOG);
-                if !self.json && self.filter.shows_stdout() && stdout.is_file() {
+                if !self.json
+                    && self.filter.shows_stdout()
+                    && stdout.is_file()
+                    && self.fence.allows(&stdout, err)
+                {
                     added |= self.add(origin, Kind::Stdout, stdout, STDOUT_LOG.to_owned());
                 }
             }
@@ -859,6 +872,75 @@ mod tests {
         let (result, out, err) = run_to_strings(&args(tmp.path()));
         assert!(result.is_ok());
         assert_eq!((out.as_str(), err.as_str()), ("", ""));
+    }
+
+    #[test]
+    fn links_out_of_the_log_dir_are_skipped_with_one_line_and_links_inside_followed() {
+        let tmp = fixture();
+        let outside = tempfile::tempdir().expect("tempdir");
+        let secret = outside.path().join("secret.jsonl");
+        write(&secret, &lines(&[NM2_REGISTERED]));
+        write(&outside.path().join("app/c/stdout"), "another user's output\n");
+        let dir = tmp.path();
+        // A node file, an application directory, a container directory and a stdout file,
+        // each a link out of the log directory.
+        std::os::unix::fs::symlink(&secret, dir.join("nodes/evil.jsonl")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("app"),
+            dir.join("apps/application_1700000000000_0009"),
+        )
+        .unwrap();
+        let c9 = "container_1700000000000_0002_01_000009";
+        std::os::unix::fs::symlink(
+            outside.path().join("app/c"),
+            dir.join(format!("apps/{APP2}/{c9}")),
+        )
+        .unwrap();
+        fs::remove_file(dir.join(format!("apps/{APP2}/{C3}/stdout"))).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("app/c/stdout"),
+            dir.join(format!("apps/{APP2}/{C3}/stdout")),
+        )
+        .unwrap();
+        // A link that stays inside is read.
+        std::os::unix::fs::symlink(dir.join("nodes/host1.jsonl"), dir.join("nodes/alias.jsonl")).unwrap();
+
+        for supervision in [false, true] {
+            let (result, out, err) = run_to_strings(&LogsArgs {
+                supervision,
+                ..args(dir)
+            });
+            assert!(result.is_ok(), "{result:?}");
+            assert!(
+                !out.contains("another user's output") && !out.contains("host2 registered"),
+                "{out}"
+            );
+            let skipped: Vec<&str> = err.lines().filter(|l| l.contains("a symbolic link to")).collect();
+            let named = |p: &Path| {
+                skipped
+                    .iter()
+                    .filter(|l| {
+                        l.starts_with(&format!(
+                            "sparkyard logs: {}: skipped: a symbolic link to ",
+                            p.display()
+                        ))
+                    })
+                    .count()
+            };
+            assert_eq!(named(&dir.join("nodes/evil.jsonl")), 1, "{err}");
+            assert_eq!(
+                named(&dir.join("apps/application_1700000000000_0009")),
+                1,
+                "{err}"
+            );
+            assert_eq!(named(&dir.join(format!("apps/{APP2}/{c9}"))), 1, "{err}");
+            if !supervision {
+                assert_eq!(named(&dir.join(format!("apps/{APP2}/{C3}/stdout"))), 1, "{err}");
+                assert!(out.contains("Node: alias"), "{out}");
+            }
+            assert_eq!(named(&dir.join("nodes/alias.jsonl")), 0, "{err}");
+            assert_eq!(skipped.len(), if supervision { 3 } else { 4 }, "{err}");
+        }
     }
 
     #[test]

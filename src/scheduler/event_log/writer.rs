@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::json_protocol::{event_to_json, log_start_json, should_log, SPARK_VERSION};
+use crate::logs::perms;
 use crate::scheduler::events::SparkListenerEvent;
 
 /// Suffix of a log still being written (Spark's `EventLogFileWriter.IN_PROGRESS`).
@@ -211,23 +212,13 @@ impl EventLogWriter {
                 }
             }
         }
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&in_progress_path)
-            .map_err(|e| {
-                one_line(format!(
-                    "Cannot create event log {}: {e}",
-                    display_uri(&in_progress_path)
-                ))
-            })?;
-        #[cfg(unix)]
-        {
-            // Spark's EventLogFileWriter.LOG_FILE_PERMISSIONS: rw-rw----.
-            use std::os::unix::fs::PermissionsExt;
-            let _ = file.set_permissions(std::fs::Permissions::from_mode(0o660));
-        }
+        // Spark's EventLogFileWriter.LOG_FILE_PERMISSIONS (rw-rw----), from its creation on.
+        let file = perms::create(&in_progress_path, perms::EVENT_LOG_FILE_MODE).map_err(|e| {
+            one_line(format!(
+                "Cannot create event log {}: {e}",
+                display_uri(&in_progress_path)
+            ))
+        })?;
         let mut writer = EventLogWriter {
             file,
             in_progress_path,
