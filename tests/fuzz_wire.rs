@@ -167,6 +167,42 @@ where
 
 /// The container launch file as a container process reads it, and its command as the
 /// process parses it.
+/// The record layer of an encrypted connection: what one side opens of the other's sealed
+/// records (a made-up stream of a few records under a fixed key; a mutated one must fail
+/// its check, never panic or allocate beyond one record).
+fn sealed_records() -> Decoder {
+    use sparkyard::rpc::auth::{session_ciphers, Secret, SecureRead, SecureWrite, MAX_RECORD};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let keys = || {
+        let secret = Secret::from_text("fuzz").unwrap();
+        session_ciphers(&secret, &[1; 32], &[2; 32])
+    };
+    Decoder {
+        name: "sealed records".into(),
+        limit: MAX_RECORD + 64,
+        seed: Box::new(move |rng| {
+            let (client, _) = keys();
+            let mut out = SecureWrite::new(Vec::new(), Some(client.seal));
+            for _ in 0..1 + rng.below(3) {
+                let len = rng.below(300);
+                let plain = rng.bytes(len);
+                out.write_all(&plain).now_or_never()?.ok()?;
+                out.flush().now_or_never()?.ok()?;
+            }
+            Some(out.get_ref().clone())
+        }),
+        decode: Box::new(move |bytes| {
+            let (_, server) = keys();
+            let mut read = SecureRead::new(bytes, Some(server.open));
+            let mut plain = Vec::new();
+            match read.read_to_end(&mut plain).now_or_never() {
+                Some(result) => result.is_ok(),
+                None => panic!("a read of bytes that have all arrived waits"),
+            }
+        }),
+    }
+}
+
 fn launch_file() -> Decoder {
     Decoder {
         name: "launch_container.json".into(),
@@ -220,7 +256,9 @@ fn protocol_messages() -> Vec<Decoder> {
 /// `body::<rpc::auth::Challenge>("auth Challenge")` or a `Decoder` around `rpc::auth::decode_*`).
 fn decoders() -> Vec<Decoder> {
     let mut all = vec![
-        frame::<RequestFrame<ClientRequest>>("client port request", DEFAULT_MAX_REQUEST_FRAME),
+        frame::<RequestFrame<ClientCall>>("client port request", DEFAULT_MAX_REQUEST_FRAME),
+        frame::<sparkyard::rpc::auth::Handshake>("auth handshake", sparkyard::rpc::auth::MAX_HANDSHAKE_FRAME),
+        sealed_records(),
         frame::<ResponseFrame<ClientResponse>>("client port response", MAX_FRAME_BYTES),
         frame::<Frame>("actor endpoint", MAX_FRAME),
         body::<sparkyard::runtime::remote::RemoteMessage>("RemoteMessage"),
@@ -524,10 +562,15 @@ fn call(addr: &str, request: ClientRequest) -> Result<ClientResponse, String> {
     let mut greeting = sparkyard::rpc::tcp::MAGIC.to_vec();
     greeting.push(<ClientProtocol as sparkyard::rpc::tcp::WireProtocol>::VERSION);
     s.write_all(&greeting).map_err(|e| e.to_string())?;
-    s.write_all(&encode_frame(&RequestFrame { id: 7, request }).unwrap())
+    s.write_all(&sparkyard::rpc::auth::plain_hello())
+        .map_err(|e| e.to_string())?;
+    let call = ClientCall::current(request);
+    s.write_all(&encode_frame(&RequestFrame { id: 7, request: call }).unwrap())
         .map_err(|e| e.to_string())?;
     let mut theirs = [0u8; 5];
     s.read_exact(&mut theirs).map_err(|e| e.to_string())?;
+    let mut answer = vec![0u8; sparkyard::rpc::auth::plain_answer().len()];
+    s.read_exact(&mut answer).map_err(|e| e.to_string())?;
     let mut prefix = [0u8; 4];
     s.read_exact(&mut prefix).map_err(|e| e.to_string())?;
     let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
@@ -596,10 +639,10 @@ fn the_live_servers_close_bad_connections_in_time_and_still_answer_a_good_client
     // The client port: requests that change nothing on the node (no submissions, no admin
     // calls: a valid fault plan would stop what the test checks), then mutations of them.
     let harmless: Vec<Vec<u8>> = (0..64)
-        .filter_map(|_| random_value::<RequestFrame<ClientRequest>>(&mut rng))
+        .filter_map(|_| random_value::<RequestFrame<ClientCall>>(&mut rng))
         .filter(|f| {
             !matches!(
-                f.request,
+                f.request.request,
                 ClientRequest::Admin(_) | ClientRequest::SubmitApplication(_)
             )
         })
@@ -615,6 +658,11 @@ fn the_live_servers_close_bad_connections_in_time_and_still_answer_a_good_client
     let mut slowest = Duration::ZERO;
     for _ in 0..n / 2 {
         let mut bytes = greeting(&mut rng, version);
+        // Mostly past the handshake (a client that does not authenticate), sometimes a
+        // handshake frame mutated with the rest.
+        if !rng.chance(8) {
+            bytes.extend(sparkyard::rpc::auth::plain_hello());
+        }
         for _ in 0..1 + rng.below(3) {
             bytes.extend(input_for(client_decoder, &mut rng, &harmless));
         }
@@ -671,6 +719,9 @@ fn the_live_servers_close_bad_connections_in_time_and_still_answer_a_good_client
     let started = Instant::now();
     for _ in 0..n / 2 {
         let mut bytes = greeting(&mut rng, sparkyard::rpc::remote::VERSION);
+        if !rng.chance(8) {
+            bytes.extend(sparkyard::rpc::auth::plain_hello());
+        }
         if !rng.chance(8) {
             bytes.extend(&hello);
         }

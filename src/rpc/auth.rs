@@ -646,6 +646,15 @@ where
     })
 }
 
+/// The ciphers both ends of a connection derive from `secret` and the two nonces: the
+/// client's, then the server's (for tools and tests that speak the record layer by hand).
+pub fn session_ciphers(secret: &Secret, client: &[u8], server: &[u8]) -> (Ciphers, Ciphers) {
+    (
+        ciphers(secret, client, server, Side::Client),
+        ciphers(secret, client, server, Side::Server),
+    )
+}
+
 #[derive(Clone, Copy)]
 enum Side {
     Client,
