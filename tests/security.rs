@@ -167,6 +167,16 @@ fn with_authentication_only_holders_of_the_secret_reach_the_node() {
         "{listed}"
     );
 
+    // No message of the applications' own was refused on the way (the gate lets every call
+    // of a real run through).
+    let refused: Vec<String> = yarn
+        .all_records()
+        .iter()
+        .map(|r| r.to_string())
+        .filter(|t| t.contains("message_refused"))
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+
     // Each refusal is one WARN record on the node naming the peer.
     let warned = yarn
         .all_records()

@@ -10,7 +10,8 @@
 //!   and, on the process running its driver, to `/submit`;
 //! - to the ResourceManager, its own attempt's ApplicationMasterProtocol calls;
 //! - to a NodeManager, ContainerManagementProtocol calls for its own containers;
-//! - a death watch of any actor (it learns only that the actor ended).
+//! - a death watch of any actor (it learns only that the actor ended), and the list of
+//!   nodes (GetClusterNodes, which the allocator reads).
 //!
 //! Nothing else: not another application's actors, not the ResourceTracker (it cannot pose as
 //! a node), not the client protocol (kills and reports go through the client port, which takes
@@ -141,7 +142,11 @@ pub fn admit(app: &str, message: &RemoteMessage, driver_here: bool) -> Result<()
             refuse("no driver runs in this process")
         };
     }
-    if message.protocol == WATCH {
+    // A death watch tells only that an actor ended; the node list (the allocator reads it for
+    // hosts and racks) is what every node heartbeat response also carries.
+    if message.protocol == WATCH
+        || (message.protocol == "ApplicationClientProtocol" && message.message == "GetClusterNodes")
+    {
         return Ok(());
     }
     let for_app = |owner: &ApplicationId| owner.to_string() == app;
