@@ -12,7 +12,8 @@
 //! 4. An idle executor process's memory (VmRSS), while its application sleeps.
 //!
 //! `cargo bench --bench processes -- <part>` runs one part: `mapcount`, `throughput`, `kill`
-//! or `memory`.
+//! or `memory`. `SPARKYARD_BENCH_CONF="key=value ..."` adds settings to the node and every
+//! submit (authentication and encryption, say).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,17 @@ impl Drop for Node {
     }
 }
 
+/// Extra settings for the node and every submit, from `SPARKYARD_BENCH_CONF` (`key=value`
+/// pairs separated by spaces), e.g. to measure with `spark.authenticate` and
+/// `spark.network.crypto.enabled` on.
+fn extra_conf() -> Vec<String> {
+    std::env::var("SPARKYARD_BENCH_CONF")
+        .unwrap_or_default()
+        .split_whitespace()
+        .flat_map(|pair| ["--conf".to_string(), pair.to_string()])
+        .collect()
+}
+
 fn start_node() -> Node {
     let logs = tempfile::tempdir().unwrap();
     let mut child = Command::new(BIN)
@@ -49,6 +61,7 @@ fn start_node() -> Node {
             "yarn.resourcemanager.resource-tracker.address=127.0.0.1:0",
         ])
         .args(["--log-dir", logs.path().to_str().unwrap()])
+        .args(extra_conf())
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -72,6 +85,7 @@ fn submit(node: &Node, args: &[&str]) -> Command {
         .args(["--conf", "spark.yarn.report.interval=20ms"])
         .args(["--log-dir", node.logs.path().to_str().unwrap()])
         .args(["--deploy-mode", "cluster"])
+        .args(extra_conf())
         .args(args)
         .env_remove("RUST_LOG");
     cmd
