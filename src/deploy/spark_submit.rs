@@ -388,7 +388,7 @@ impl SparkSubmit {
                 } else {
                     format!("org.apache.spark.SparkException: {e}")
                 };
-                tracing::error!("Exception in thread \"main\" {shown}");
+                tracing::error!(printed = true, "Exception in thread \"main\" {shown}");
                 eprintln!("Exception in thread \"main\" {shown}");
                 self.done(ctx, 1)
             }
@@ -459,7 +459,7 @@ impl SparkSubmit {
             Ok(()) => self.done(ctx, 0),
             Err(AppError::Exit(code)) => self.done(ctx, code),
             Err(AppError::Exception(e)) => {
-                tracing::error!("Exception in thread \"main\" {e}");
+                tracing::error!(printed = true, "Exception in thread \"main\" {e}");
                 eprintln!("Exception in thread \"main\" {e}");
                 self.done(ctx, 1)
             }

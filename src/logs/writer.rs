@@ -307,7 +307,14 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
             .map(|s| s.wall())
             .unwrap_or_else(SystemTime::now);
         let actor = routing_id(&fields, ctx_ref, "actor");
-        let console = self.console != Console::Off && self.console_shows(level, actor);
+        // A record whose line the process also prints on stderr itself (`printed = true`: the
+        // spark-submit's "Exception in thread ..." line) goes to the files only, so the console
+        // says it once.
+        let printed = fields
+            .fields
+            .iter()
+            .any(|(k, v)| *k == "printed" && *v == Value::Bool(true));
+        let console = !printed && self.console != Console::Off && self.console_shows(level, actor);
         let captures = cluster_sink.as_ref().is_some_and(|s| s.captures());
         let mut line = Vec::with_capacity(512 + fields.msg.len());
         write_record(&mut line, ts, level, &fields, ctx_ref);
