@@ -201,6 +201,36 @@ mod tests {
     }
 
     #[test]
+    fn the_node_secret_comes_from_the_file_or_the_key_and_a_missing_one_names_both() {
+        let mut conf = SparkConf::new();
+        assert!(node_secret(&conf, false).unwrap().is_none(), "off by default");
+        conf.set("spark.authenticate", "true");
+        let err = node_secret(&conf, false).unwrap_err();
+        assert!(
+            err.contains("spark.authenticate.secret") && err.contains("spark.authenticate.secret.file"),
+            "{err}"
+        );
+        assert!(
+            node_secret(&conf, true).unwrap().is_some(),
+            "an embedded cluster draws one"
+        );
+        conf.set("spark.authenticate.secret", "");
+        assert!(node_secret(&conf, false).unwrap_err().contains("empty"));
+        conf.set("spark.authenticate.secret", "text");
+        let from_key = node_secret(&conf, false).unwrap().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        conf.set("spark.authenticate.secret.file", file.to_str().unwrap());
+        let err = node_secret(&conf, false).unwrap_err();
+        assert!(
+            err.starts_with("spark.authenticate.secret.file: cannot read"),
+            "{err}"
+        );
+        std::fs::write(&file, "text").unwrap();
+        assert_eq!(node_secret(&conf, false).unwrap().unwrap(), from_key);
+    }
+
+    #[test]
     fn a_path_names_its_containers_application() {
         assert_eq!(
             application_of_path("/node/nm-a/container_17_0003_01_000002/executor").as_deref(),
