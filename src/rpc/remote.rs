@@ -12,7 +12,9 @@
 //! # Wire format
 //!
 //! A connection opens with a greeting from each side (the transport's four magic bytes and
-//! [`VERSION`]), then the client sends one [`Frame::Hello`] with the process it speaks for.
+//! [`VERSION`]) and the [`auth`] handshake (which, under `spark.authenticate`, proves the
+//! realm's secret and may seal the rest of the stream); then the client sends one
+//! [`Frame::Hello`] with the process it speaks for.
 //! After that the client sends [`Frame::Tell`]s and [`Frame::Ask`]s and the server answers
 //! each ask with a [`Frame::Reply`] of the same id, in any order; a tell gets no answer. Every
 //! frame is a `u32` big-endian length and an rmp-serde body. One connection per link carries

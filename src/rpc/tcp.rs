@@ -12,7 +12,11 @@
 //! other's, so a client that reached something other than a sparkyard server of its
 //! protocol, or one of another version, says so instead of timing out.
 //!
-//! After the greeting every message is a frame: a `u32` big-endian length followed by that
+//! Then comes the [`auth`] handshake: the client's hello, and under `spark.authenticate` a
+//! challenge and a proof each way; with encryption, everything after it travels in sealed
+//! records.
+//!
+//! After the handshake every message is a frame: a `u32` big-endian length followed by that
 //! many bytes of rmp-serde body (compact form, as `rmp_serde::to_vec` writes it). The client
 //! sends [`RequestFrame`]s and the server answers with [`ResponseFrame`]s carrying the same
 //! id. A frame body is at most [`MAX_FRAME_BYTES`].
