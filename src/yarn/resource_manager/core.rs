@@ -161,6 +161,8 @@ pub struct RMAppAttempt {
     am_diagnostics: String,
     /// Node state changes for the AM's next Allocate (RMAppImpl's updatedNodes).
     updated_nodes: Vec<NodeReport>,
+    /// The AM's progress from its last Allocate (1 once it unregistered).
+    progress: f32,
 }
 
 impl RMAppAttempt {
@@ -182,6 +184,38 @@ impl RMAppAttempt {
             am_exit_status: None,
             am_diagnostics: String::new(),
             updated_nodes: Vec::new(),
+            progress: 0.0,
+        }
+    }
+
+    /// YARN's YarnApplicationAttemptState of this attempt, `killed` when its application
+    /// was killed while it was the current one.
+    fn state_name(&self, killed: bool) -> &'static str {
+        match self {
+            a if a.ended && a.unregistered.is_some() => "FINISHED",
+            _ if killed => "KILLED",
+            a if a.ended => "FAILED",
+            a if a.unregistered.is_some() => "FINISHING",
+            a if a.registered => "RUNNING",
+            a if a.am_container.is_some() => "LAUNCHED",
+            a if a.am_pending => "SCHEDULED",
+            _ => "SUBMITTED",
+        }
+    }
+
+    /// Its report (ApplicationAttemptReport).
+    fn report(&self, killed: bool) -> ApplicationAttemptReport {
+        ApplicationAttemptReport {
+            attempt_id: self.id,
+            state: self.state_name(killed).to_string(),
+            am_container: self.am_container.as_ref().map(|c| c.id),
+            tracking_url: self.tracking_url.clone().filter(|u| !u.is_empty()),
+            host: self.host.clone(),
+            rpc_port: self.rpc_port,
+            diagnostics: match &self.unregistered {
+                Some((_, d)) => d.clone(),
+                None => self.am_diagnostics.clone(),
+            },
         }
     }
 
@@ -247,6 +281,21 @@ impl RMApp {
             start_time: self.start_time,
             finish_time: self.finish_time,
             am_container: cur.and_then(|a| a.am_container.as_ref().map(|c| c.id)),
+        }
+    }
+    /// Its listing (GetApplications): report, progress and attempts, oldest first.
+    pub fn listing(&self) -> ApplicationListing {
+        let last = self.attempts.len().saturating_sub(1);
+        let killed = self.state == YarnApplicationState::Killed;
+        ApplicationListing {
+            report: self.report(),
+            progress: self.current().map(|a| a.progress).unwrap_or(0.0),
+            attempts: self
+                .attempts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| a.report(killed && i == last))
+                .collect(),
         }
     }
     /// What report waiters compare.
@@ -370,6 +419,25 @@ impl ResourceManagerCore {
 
     pub fn report(&self, app: &ApplicationId) -> Option<(ReportKey, ApplicationReport)> {
         self.apps.get(app).map(|a| (a.key(), a.report()))
+    }
+
+    /// The applications the RM keeps (running ones and the last
+    /// `max-completed-applications` finished ones) in one of `states` and of one of `types`
+    /// (GetApplications: an empty filter takes all; types compare without case), by id.
+    pub fn applications(&self, states: &[YarnApplicationState], types: &[String]) -> Vec<ApplicationListing> {
+        self.apps
+            .values()
+            .filter(|a| states.is_empty() || states.contains(&a.state))
+            .filter(|a| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(&a.ctx.app_type)))
+            .map(RMApp::listing)
+            .collect()
+    }
+
+    /// The nodes in one of `states` (every node the RM knows when empty).
+    pub fn node_reports_in(&self, states: &[NodeState]) -> Vec<NodeReport> {
+        let mut nodes = self.all_node_reports();
+        nodes.retain(|n| states.is_empty() || states.contains(&n.state));
+        nodes
     }
 
     /// The running and decommissioning nodes (GetClusterNodes).
@@ -921,6 +989,9 @@ impl ResourceManagerCore {
         if !attempt.registered {
             return (Err(YarnError::NotRegistered(msg.attempt_id)), fx);
         }
+        if msg.progress.is_finite() {
+            attempt.progress = msg.progress.clamp(0.0, 1.0);
+        }
         let released: Vec<ContainerId> = msg
             .releases
             .iter()
@@ -1037,6 +1108,7 @@ impl ResourceManagerCore {
             Err(e) => return (Err(e), fx),
         };
         attempt.unregistered = Some((msg.final_status, msg.diagnostics.clone()));
+        attempt.progress = 1.0;
         if let Some(app) = self.apps.get_mut(&app_id) {
             app.final_status = msg.final_status;
             app.diagnostics = msg.diagnostics.clone();
