@@ -32,8 +32,8 @@ use super::control::{node_address, NodeAddress, CONTROL_TIMEOUT};
 use super::{fail, EXIT_BAD_INPUT, EXIT_OK};
 use crate::conf::SparkConf;
 use crate::yarn::protocol::{
-    ApplicationListing, ClientCall, ClientConnection, ClientRequest, ClientResponse, GetApplicationReport,
-    GetApplications, GetNodeReports, KillApplication, YarnError,
+    ApplicationListing, ClientCall, ClientConnection, ClientRequest, ClientResponse, GetApplications,
+    GetNodeReports, KillApplication,
 };
 use crate::yarn::records::{ApplicationId, ApplicationReport, NodeReport, NodeState, YarnApplicationState};
 
@@ -532,18 +532,9 @@ pub fn application(conf: &SparkConf, command: AppCommand, out: &mut dyn Write) -
             "doesn't exist in RM or Timeline Server.",
         )?),
         AppCommand::Kill(app) => {
-            let report = ClientRequest::GetApplicationReport(GetApplicationReport {
-                app_id: app,
-                wait: None,
-            });
-            let state = match ask(&addr, report)? {
-                ClientResponse::ApplicationReport(Ok(r)) => r.state,
-                ClientResponse::ApplicationReport(Err(YarnError::ApplicationNotFound(_))) => {
-                    return Err(format!("Application with id '{app}' doesn't exist in RM."))
-                }
-                ClientResponse::ApplicationReport(Err(e)) => return Err(e.to_string()),
-                other => return Err(unexpected(&addr, other)),
-            };
+            // The listing, not the report: YARN shows every caller the application's state
+            // and leaves the refusal to the kill itself (MODIFY_APP).
+            let state = listing_of(&addr, app, "doesn't exist in RM.")?.report.state;
             if state.is_final() {
                 format!("Application {app} has already finished \n")
             } else {
