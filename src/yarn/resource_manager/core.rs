@@ -2182,6 +2182,52 @@ mod tests {
     }
 
     #[test]
+    fn get_applications_lists_what_the_rm_keeps_by_state_and_type() {
+        let mut rm = ResourceManagerCore::new(
+            1,
+            &RmConfig {
+                max_completed_applications: 2,
+                ..config()
+            },
+        );
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (running, _) = submit(&mut rm, "default", 1024);
+        let failed: Vec<ApplicationId> = (0..3).map(|_| submit(&mut rm, "nowhere", 1024).0).collect();
+        let ids = |l: Vec<ApplicationListing>| l.into_iter().map(|l| l.report.app_id).collect::<Vec<_>>();
+
+        // Every state: the running one and the last two completed, by id.
+        assert_eq!(
+            ids(rm.applications(&[], &[])),
+            vec![running, failed[1], failed[2]]
+        );
+        assert_eq!(
+            ids(rm.applications(&[YarnApplicationState::Failed], &[])),
+            vec![failed[1], failed[2]]
+        );
+        assert_eq!(
+            ids(rm.applications(
+                &[YarnApplicationState::Accepted, YarnApplicationState::Running],
+                &[]
+            )),
+            vec![running]
+        );
+        assert_eq!(
+            ids(rm.applications(&[], &["spark".to_string()])).len(),
+            3,
+            "types ignore case"
+        );
+        assert!(rm.applications(&[], &["MAPREDUCE".to_string()]).is_empty());
+
+        // Killed: its attempt is KILLED, it is the newest completed one.
+        rm.kill_application(running, "", NOW).0.unwrap();
+        let listed = rm.applications(&[YarnApplicationState::Killed], &[]);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].attempts.len(), 1);
+        assert_eq!(listed[0].attempts[0].state, "KILLED");
+        assert_eq!(ids(rm.applications(&[], &[])), vec![running, failed[2]]);
+    }
+
+    #[test]
     fn attempts_are_activated_in_submission_order_within_the_queues_am_limit() {
         // 10% of 8192 MB, rounded up to the minimum allocation: room for one 1024 MB AM.
         let mut rm = ResourceManagerCore::new(1, &config());
