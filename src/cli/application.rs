@@ -93,11 +93,14 @@ fn option_name(arg: &str) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
+/// A command's options with their values, in order.
+type Options = Vec<(String, Option<String>)>;
+
+/// A parsed command line: what to do, the `--conf KEY=VALUE` pairs and the `--config-dir`.
+pub type ParsedArgs<T> = (T, Vec<String>, Option<PathBuf>);
+
 /// Splits `args` into the command's options with their values and where the node is.
-fn split_where(
-    args: &[String],
-    takes_value: &[&str],
-) -> Result<(Vec<(String, Option<String>)>, Where), String> {
+fn split_where(args: &[String], takes_value: &[&str]) -> Result<(Options, Where), String> {
     let mut opts = Vec::new();
     let mut place = Where::default();
     let mut it = args.iter();
@@ -158,7 +161,7 @@ fn parse_id(v: &str) -> Result<ApplicationId, String> {
 }
 
 /// Parses `sparkyard application`'s arguments (after the command's name).
-pub fn parse_application(args: &[String]) -> Result<(AppCommand, Vec<String>, Option<PathBuf>), String> {
+pub fn parse_application(args: &[String]) -> Result<ParsedArgs<AppCommand>, String> {
     let (opts, place) = split_where(
         args,
         &[
@@ -252,7 +255,7 @@ pub fn parse_application(args: &[String]) -> Result<(AppCommand, Vec<String>, Op
 }
 
 /// What `sparkyard node -list` was asked for: YARN's state names (every one for -all).
-pub fn parse_node_list(args: &[String]) -> Result<(Vec<String>, Vec<String>, Option<PathBuf>), String> {
+pub fn parse_node_list(args: &[String]) -> Result<ParsedArgs<Vec<String>>, String> {
     let (opts, place) = split_where(args, &["states"])?;
     let mut list = false;
     let mut all = false;
