@@ -188,6 +188,11 @@ async fn limit_unviewable(
             _ => false,
         };
         if !allowed {
+            tracing::debug!(
+                user,
+                app_id = %app_id,
+                "GetApplications: user {user} may not VIEW_APP {app_id}: its report is limited"
+            );
             let r = &mut l.report;
             r.host = Some(UNAVAILABLE.to_string());
             r.rpc_port = Some(-1);
