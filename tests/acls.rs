@@ -188,6 +188,47 @@ fn without_spark_acls_only_the_owner_and_the_admins_may() {
         &format!("User carol cannot perform operation VIEW_APP on {app}"),
     );
     allowed(&submit_as(&node, "alice", &["--status", &app]));
+
+    // `application -list` shows carol the application as YARN does a caller without
+    // VIEW_APP: listed, with N/A for its tracking URL and diagnostics, no progress, no
+    // attempts; its owner sees them. Killing it needs MODIFY_APP.
+    let listed = |user: &str| {
+        let o = control_as(&node, user, &["application", "-list"]);
+        allowed(&o);
+        let row: Vec<String> = o
+            .stdout
+            .lines()
+            .find(|l| l.contains(app.as_str()))
+            .unwrap_or_else(|| panic!("{app} listed for {user}: {}", o.stdout))
+            .split('\t')
+            .map(|c| c.trim().to_string())
+            .collect();
+        row
+    };
+    let limited = listed("carol");
+    assert_eq!((limited[3].as_str(), limited[5].as_str()), ("alice", "RUNNING"));
+    assert_eq!((limited[7].as_str(), limited[8].as_str()), ("0%", "N/A"));
+    assert_eq!(listed("alice")[0], app);
+    let o = control_as(&node, "carol", &["application", "-status", &app]);
+    allowed(&o);
+    assert!(
+        o.stdout.contains("\tAM Host : N/A\n") && o.stdout.contains("\tDiagnostics : N/A\n"),
+        "{}",
+        o.stdout
+    );
+    let o = control_as(&node, "alice", &["application", "-status", &app]);
+    assert!(!o.stdout.contains("\tAM Host : N/A\n"), "{}", o.stdout);
+    let o = control_as(&node, "carol", &["application", "-appattempts", &app]);
+    assert!(
+        o.stdout.starts_with("Total number of application attempts :0\n"),
+        "{}",
+        o.stdout
+    );
+    refused(
+        &control_as(&node, "carol", &["application", "-kill", &app]),
+        &format!("User carol cannot perform operation MODIFY_APP on {app}"),
+    );
+
     allowed(&submit_as(&node, "admin", &["--kill", &app]));
     assert_ne!(wait_exit(&mut running), 0);
 }

@@ -7,6 +7,9 @@
 //! arguments raw and parse them as spark-submit and CoarseGrainedExecutorBackend do, so
 //! everything after `submit`'s primary resource belongs to the application.
 //!
+//! `application` and `node -list` take YARN's single-dash spellings and parse their
+//! arguments themselves ([`application`]).
+//!
 //! Exit statuses: 0 success; 1 bad input (arguments or configuration), or for `submit` an
 //! application that failed, was killed or ended undefined; 255 `submit` with no arguments at
 //! all (spark-submit's -1); 101 `submit` of a class that is not registered (client mode);
@@ -16,6 +19,7 @@
 //! a node they cannot reach, a malformed pattern or one that matches no running actor is
 //! status 1.
 
+pub mod application;
 pub mod config;
 pub mod container;
 pub mod control;
@@ -68,8 +72,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
-    /// Run the all-in-one node: the ResourceManager and the NodeManagers of yarn-site.conf.
+    /// Run the all-in-one node: the ResourceManager and the NodeManagers of yarn-site.conf
+    /// (`sparkyard node -list [-all] [-states S1,S2]` lists a running node's NodeManagers, as
+    /// `yarn node -list` does).
     Node(NodeArgs),
+    /// List, inspect and kill a running node's applications, as `yarn application` does:
+    /// -list [-appStates S1,S2|ALL] [-appTypes T1,T2], -status <id>, -kill <id>,
+    /// -appattempts <id> (`sparkyard application -help` lists them).
+    #[command(disable_help_flag = true)]
+    Application {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
     /// Run the ResourceManager alone, as `yarn resourcemanager` does: NodeManagers of other
     /// processes or hosts join it (`sparkyard nodemanager --rm HOST:PORT`).
     Resourcemanager(NodeArgs),
@@ -308,6 +322,14 @@ pub fn run(args: Vec<OsString>) -> i32 {
     if let Some(command) = container_command(&args) {
         return container::run(command);
     }
+    // `yarn node -list`'s spellings (single-dash options clap does not take) list a running
+    // node's NodeManagers; `sparkyard node` without them is the daemon.
+    if args.get(1).and_then(|a| a.to_str()) == Some("node") {
+        let rest: Option<Vec<String>> = args[2..].iter().map(|a| a.to_str().map(str::to_string)).collect();
+        if let Some(rest) = rest.filter(|r| application::is_node_list(r)) {
+            return application::run_node_list(&rest);
+        }
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -333,6 +355,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
     match cli.command {
         Command::Submit { args } => submit::run(&args),
         Command::Node(args) => node(args, node::Daemon::Node),
+        Command::Application { args } => application::run_application(&args),
         Command::Resourcemanager(args) => node(args, node::Daemon::ResourceManager),
         Command::Nodemanager(args) => nodemanager(args),
         Command::Logs(args) => logs(args),

@@ -23,8 +23,8 @@ use super::acls::ApplicationAccessType::{self, ModifyApp, ViewApp};
 use super::acls::{audit_failure, AclsManager};
 use super::container_process::ContainerProcesses;
 use super::protocol::{
-    AdminRequest, AdminResponse, ClientCall, ClientRequest, ClientResponse, GetApplicationAcls, ListNodes,
-    SignalTarget, Signalled, YarnError,
+    AdminRequest, AdminResponse, ApplicationListing, ClientCall, ClientRequest, ClientResponse,
+    GetApplicationAcls, ListNodes, SignalTarget, Signalled, YarnError,
 };
 use super::records::{ApplicationId, ContainerId};
 use crate::rpc::EndpointRef;
@@ -152,8 +152,63 @@ pub async fn serve(
             "{} is served by a running node's client port only",
             a.name()
         )),
+        ClientRequest::GetApplications(m) => match rm.ask(m, timeout).await {
+            Ok(listed) => {
+                ClientResponse::Applications(limit_unviewable(rm, listed, &caller.user, acls, timeout).await)
+            }
+            Err(e) => failed(e),
+        },
+        ClientRequest::GetNodeReports(m) => match rm.ask(m, timeout).await {
+            Ok(r) => ClientResponse::NodeReports(r),
+            Err(e) => failed(e),
+        },
     }
 }
+
+/// What YARN shows of an application to a caller without VIEW_APP on it: it lists every
+/// application (ClientRMService.getApplications), but such a caller's report has "N/A"
+/// for the AM's host, the tracking URL and the diagnostics, no RPC port, no attempt, no
+/// progress and no attempts (RMAppImpl.createAndGetApplicationReport with allowAccess
+/// false). With ACLs off every caller sees everything.
+async fn limit_unviewable(
+    rm: &EndpointRef<ApplicationClientProtocol>,
+    mut listed: Vec<ApplicationListing>,
+    user: &str,
+    acls: &AclsManager,
+    timeout: Duration,
+) -> Vec<ApplicationListing> {
+    if !acls.enabled() {
+        return listed;
+    }
+    for l in &mut listed {
+        let app_id = l.report.app_id;
+        let allowed = match rm.ask(GetApplicationAcls { app_id }, timeout).await {
+            Ok(Ok(entry)) => acls.check_access(user, ViewApp, &entry.owner, &entry.acls),
+            // Forgotten meanwhile, or no answer: show nothing more than the limited report.
+            _ => false,
+        };
+        if !allowed {
+            tracing::debug!(
+                user,
+                app_id = %app_id,
+                "GetApplications: user {user} may not VIEW_APP {app_id}: its report is limited"
+            );
+            let r = &mut l.report;
+            r.host = Some(UNAVAILABLE.to_string());
+            r.rpc_port = Some(-1);
+            r.tracking_url = Some(UNAVAILABLE.to_string());
+            r.diagnostics = UNAVAILABLE.to_string();
+            r.current_attempt = None;
+            r.am_container = None;
+            l.progress = 0.0;
+            l.attempts.clear();
+        }
+    }
+    listed
+}
+
+/// YARN's word for a field a caller may not see (RMAppImpl's UNAVAILABLE).
+pub const UNAVAILABLE: &str = "N/A";
 
 /// Serves one of the ResourceManager's admin calls ([`AdminRequest::is_rm_admin`]) with
 /// the RM behind `rm`.

@@ -4,8 +4,9 @@
 //!
 //! - ApplicationClientProtocol (Client → ResourceManager): [`GetNewApplication`],
 //!   [`SubmitApplication`], [`GetApplicationReport`], [`KillApplication`],
-//!   [`GetClusterNodes`], and sparkyard's [`GetContainerOutput`] (a container's stdout,
-//!   which YARN serves through the NodeManager's log pages).
+//!   [`GetClusterNodes`], [`GetApplications`], [`GetNodeReports`] (the nodes by state),
+//!   and sparkyard's [`GetContainerOutput`] (a container's stdout, which YARN serves
+//!   through the NodeManager's log pages).
 //! - ApplicationMasterProtocol (ApplicationMaster → ResourceManager):
 //!   [`RegisterApplicationMaster`], [`Allocate`] (the heartbeat), [`FinishApplicationMaster`].
 //! - ContainerManagementProtocol (ResourceManager/ApplicationMaster → NodeManager):
@@ -136,6 +137,48 @@ pub struct GetClusterNodes;
 #[rtype(result = "Result<String, YarnError>")]
 pub struct GetContainerOutput {
     pub container_id: ContainerId,
+}
+
+/// Every application the RM keeps (running ones and the last
+/// `yarn.resourcemanager.max-completed-applications` finished ones) in one of `states` and
+/// of one of `types` (YARN's GetApplicationsRequest; an empty list is no filter; types
+/// compare without case), by id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<ApplicationListing>")]
+pub struct GetApplications {
+    pub states: Vec<YarnApplicationState>,
+    pub types: Vec<String>,
+}
+
+/// One application of [`GetApplications`]: its report, its progress (the AM's last
+/// Allocate; 1 once it unregistered) and its attempts (GetApplicationAttempts).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApplicationListing {
+    pub report: ApplicationReport,
+    pub progress: f32,
+    pub attempts: Vec<ApplicationAttemptReport>,
+}
+
+/// YARN's ApplicationAttemptReport, as far as sparkyard keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplicationAttemptReport {
+    pub attempt_id: ApplicationAttemptId,
+    /// YARN's YarnApplicationAttemptState name (SCHEDULED, LAUNCHED, RUNNING, FINISHED,
+    /// FAILED, KILLED...).
+    pub state: String,
+    pub am_container: Option<ContainerId>,
+    pub tracking_url: Option<String>,
+    pub host: Option<String>,
+    pub rpc_port: Option<i32>,
+    pub diagnostics: String,
+}
+
+/// The nodes the RM knows in one of `states` (YARN's GetClusterNodesRequest with node
+/// states; an empty list is every state), lost and decommissioned ones included.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<NodeReport>")]
+pub struct GetNodeReports {
+    pub states: Vec<NodeState>,
 }
 
 /// The owner and the ACLs of an application (what ApplicationACLsManager keeps for it),
@@ -377,6 +420,8 @@ pub enum ClientRequest {
     GetContainerOutput(GetContainerOutput),
     /// One of sparkyard's admin calls (not part of YARN's protocol).
     Admin(AdminRequest),
+    GetApplications(GetApplications),
+    GetNodeReports(GetNodeReports),
 }
 
 /// The answer to a [`ClientRequest`], variant for variant. (A report is much larger than the
@@ -396,6 +441,8 @@ pub enum ClientResponse {
     /// The caller may not make this call at all (a proxy user its real user may not
     /// impersonate): one line, final (not retried).
     Denied(String),
+    Applications(Vec<ApplicationListing>),
+    NodeReports(Vec<NodeReport>),
 }
 
 impl ClientRequest {
@@ -409,6 +456,8 @@ impl ClientRequest {
             ClientRequest::GetClusterNodes(_) => "GetClusterNodes",
             ClientRequest::GetContainerOutput(_) => "GetContainerOutput",
             ClientRequest::Admin(a) => a.name(),
+            ClientRequest::GetApplications(_) => "GetApplications",
+            ClientRequest::GetNodeReports(_) => "GetClusterNodes",
         }
     }
 }
@@ -424,8 +473,9 @@ impl WireProtocol for ClientProtocol {
     type Response = ClientResponse;
     /// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`);
     /// version 3 the caller of every call ([`ClientCall`]), the application's ACLs in its
-    /// submission context, and `sparkyard chaos heal`.
-    const VERSION: u8 = 3;
+    /// submission context, and `sparkyard chaos heal`; version 4 GetApplications and the
+    /// nodes by state (`sparkyard application -list`, `sparkyard node -list`).
+    const VERSION: u8 = 4;
     const SERVER: &'static str = "ResourceManager";
     const CONNECT_HINT: &'static str = "is 'sparkyard node' running?";
     const NAME: &'static str = "client protocol";
@@ -607,6 +657,8 @@ crate::protocol! {
         GetClusterNodes,
         GetContainerOutput,
         GetApplicationAcls,
+        GetApplications,
+        GetNodeReports,
     }
 }
 

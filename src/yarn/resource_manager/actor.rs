@@ -322,6 +322,30 @@ impl Handler<GetClusterNodes> for ResourceManager {
     }
 }
 
+impl Handler<GetApplications> for ResourceManager {
+    type Result = MessageResult<GetApplications>;
+
+    fn handle(&mut self, msg: GetApplications, _: &mut Context<Self>) -> MessageResult<GetApplications> {
+        let listed = self.state.lock().applications(&msg.states, &msg.types);
+        tracing::debug!(
+            applications = listed.len() as u64,
+            "GetApplications (states {:?}, types {:?}): {} application(s)",
+            msg.states,
+            msg.types,
+            listed.len()
+        );
+        MessageResult(listed)
+    }
+}
+
+impl Handler<GetNodeReports> for ResourceManager {
+    type Result = MessageResult<GetNodeReports>;
+
+    fn handle(&mut self, msg: GetNodeReports, _: &mut Context<Self>) -> MessageResult<GetNodeReports> {
+        MessageResult(self.state.lock().node_reports_in(&msg.states))
+    }
+}
+
 impl Handler<RefreshNodes> for ResourceManager {
     type Result = Result<Vec<NodeReport>, YarnError>;
 

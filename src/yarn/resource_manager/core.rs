@@ -161,6 +161,8 @@ pub struct RMAppAttempt {
     am_diagnostics: String,
     /// Node state changes for the AM's next Allocate (RMAppImpl's updatedNodes).
     updated_nodes: Vec<NodeReport>,
+    /// The AM's progress from its last Allocate (1 once it unregistered).
+    progress: f32,
 }
 
 impl RMAppAttempt {
@@ -182,6 +184,38 @@ impl RMAppAttempt {
             am_exit_status: None,
             am_diagnostics: String::new(),
             updated_nodes: Vec::new(),
+            progress: 0.0,
+        }
+    }
+
+    /// YARN's YarnApplicationAttemptState of this attempt, `killed` when its application
+    /// was killed while it was the current one.
+    fn state_name(&self, killed: bool) -> &'static str {
+        match self {
+            a if a.ended && a.unregistered.is_some() => "FINISHED",
+            _ if killed => "KILLED",
+            a if a.ended => "FAILED",
+            a if a.unregistered.is_some() => "FINISHING",
+            a if a.registered => "RUNNING",
+            a if a.am_container.is_some() => "LAUNCHED",
+            a if a.am_pending => "SCHEDULED",
+            _ => "SUBMITTED",
+        }
+    }
+
+    /// Its report (ApplicationAttemptReport).
+    fn report(&self, killed: bool) -> ApplicationAttemptReport {
+        ApplicationAttemptReport {
+            attempt_id: self.id,
+            state: self.state_name(killed).to_string(),
+            am_container: self.am_container.as_ref().map(|c| c.id),
+            tracking_url: self.tracking_url.clone().filter(|u| !u.is_empty()),
+            host: self.host.clone(),
+            rpc_port: self.rpc_port,
+            diagnostics: match &self.unregistered {
+                Some((_, d)) => d.clone(),
+                None => self.am_diagnostics.clone(),
+            },
         }
     }
 
@@ -247,6 +281,21 @@ impl RMApp {
             start_time: self.start_time,
             finish_time: self.finish_time,
             am_container: cur.and_then(|a| a.am_container.as_ref().map(|c| c.id)),
+        }
+    }
+    /// Its listing (GetApplications): report, progress and attempts, oldest first.
+    pub fn listing(&self) -> ApplicationListing {
+        let last = self.attempts.len().saturating_sub(1);
+        let killed = self.state == YarnApplicationState::Killed;
+        ApplicationListing {
+            report: self.report(),
+            progress: self.current().map(|a| a.progress).unwrap_or(0.0),
+            attempts: self
+                .attempts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| a.report(killed && i == last))
+                .collect(),
         }
     }
     /// What report waiters compare.
@@ -370,6 +419,25 @@ impl ResourceManagerCore {
 
     pub fn report(&self, app: &ApplicationId) -> Option<(ReportKey, ApplicationReport)> {
         self.apps.get(app).map(|a| (a.key(), a.report()))
+    }
+
+    /// The applications the RM keeps (running ones and the last
+    /// `max-completed-applications` finished ones) in one of `states` and of one of `types`
+    /// (GetApplications: an empty filter takes all; types compare without case), by id.
+    pub fn applications(&self, states: &[YarnApplicationState], types: &[String]) -> Vec<ApplicationListing> {
+        self.apps
+            .values()
+            .filter(|a| states.is_empty() || states.contains(&a.state))
+            .filter(|a| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(&a.ctx.app_type)))
+            .map(RMApp::listing)
+            .collect()
+    }
+
+    /// The nodes in one of `states` (every node the RM knows when empty).
+    pub fn node_reports_in(&self, states: &[NodeState]) -> Vec<NodeReport> {
+        let mut nodes = self.all_node_reports();
+        nodes.retain(|n| states.is_empty() || states.contains(&n.state));
+        nodes
     }
 
     /// The running and decommissioning nodes (GetClusterNodes).
@@ -921,6 +989,9 @@ impl ResourceManagerCore {
         if !attempt.registered {
             return (Err(YarnError::NotRegistered(msg.attempt_id)), fx);
         }
+        if msg.progress.is_finite() {
+            attempt.progress = msg.progress.clamp(0.0, 1.0);
+        }
         let released: Vec<ContainerId> = msg
             .releases
             .iter()
@@ -1037,6 +1108,7 @@ impl ResourceManagerCore {
             Err(e) => return (Err(e), fx),
         };
         attempt.unregistered = Some((msg.final_status, msg.diagnostics.clone()));
+        attempt.progress = 1.0;
         if let Some(app) = self.apps.get_mut(&app_id) {
             app.final_status = msg.final_status;
             app.diagnostics = msg.diagnostics.clone();
@@ -2107,6 +2179,52 @@ mod tests {
         assert!(rm.report(&failed[1]).is_none());
         assert!(rm.report(&failed[2]).is_some());
         assert_eq!(rm.container_host(&am.id), Some("host1"));
+    }
+
+    #[test]
+    fn get_applications_lists_what_the_rm_keeps_by_state_and_type() {
+        let mut rm = ResourceManagerCore::new(
+            1,
+            &RmConfig {
+                max_completed_applications: 2,
+                ..config()
+            },
+        );
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (running, _) = submit(&mut rm, "default", 1024);
+        let failed: Vec<ApplicationId> = (0..3).map(|_| submit(&mut rm, "nowhere", 1024).0).collect();
+        let ids = |l: Vec<ApplicationListing>| l.into_iter().map(|l| l.report.app_id).collect::<Vec<_>>();
+
+        // Every state: the running one and the last two completed, by id.
+        assert_eq!(
+            ids(rm.applications(&[], &[])),
+            vec![running, failed[1], failed[2]]
+        );
+        assert_eq!(
+            ids(rm.applications(&[YarnApplicationState::Failed], &[])),
+            vec![failed[1], failed[2]]
+        );
+        assert_eq!(
+            ids(rm.applications(
+                &[YarnApplicationState::Accepted, YarnApplicationState::Running],
+                &[]
+            )),
+            vec![running]
+        );
+        assert_eq!(
+            ids(rm.applications(&[], &["spark".to_string()])).len(),
+            3,
+            "types ignore case"
+        );
+        assert!(rm.applications(&[], &["MAPREDUCE".to_string()]).is_empty());
+
+        // Killed: its attempt is KILLED, it is the newest completed one.
+        rm.kill_application(running, "", NOW).0.unwrap();
+        let listed = rm.applications(&[YarnApplicationState::Killed], &[]);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].attempts.len(), 1);
+        assert_eq!(listed[0].attempts[0].state, "KILLED");
+        assert_eq!(ids(rm.applications(&[], &[])), vec![running, failed[2]]);
     }
 
     #[test]
