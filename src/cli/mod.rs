@@ -17,6 +17,7 @@
 //! status 1.
 
 pub mod config;
+pub mod console;
 pub mod container;
 pub mod control;
 pub mod node;
@@ -30,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::executor::args::executor_usage;
 use crate::logs::reader::{self, LogsArgs};
@@ -106,6 +107,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
+    /// Print the help of a command (`sparkyard help chaos partition`), or this list.
+    Help {
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Print a shell's completion script for sparkyard's commands and flags
+    /// (`source <(sparkyard completions bash)`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Where a command finds its configuration.
@@ -126,7 +139,7 @@ struct NodeArgs {
     /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
-    /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
+    /// error, warn, info, debug, trace, off or a RUST_LOG directive, for the files and the console [default: $RUST_LOG, else info in the files and warn on the console].
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 }
@@ -156,7 +169,7 @@ pub struct NodeManagerArgs {
     /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
-    /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
+    /// error, warn, info, debug, trace, off or a RUST_LOG directive, for the files and the console [default: $RUST_LOG, else info in the files and warn on the console].
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 }
@@ -293,21 +306,12 @@ pub fn init_logs(level: Option<&str>, chatty: &[&str]) -> Result<(), String> {
     })
 }
 
-/// The first line of a clap error, without clap's `error: ` prefix.
-fn clap_one_line(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    let first = rendered
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid command line");
-    first.trim_start_matches("error: ").trim().to_string()
-}
-
 /// Runs the command line `args` (program name first); returns the exit status.
 pub fn run(args: Vec<OsString>) -> i32 {
     if let Some(command) = container_command(&args) {
         return container::run(command);
     }
+    let program = args.first().cloned().unwrap_or_else(|| "sparkyard".into());
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -323,7 +327,11 @@ pub fn run(args: Vec<OsString>) -> i32 {
                 _ => {
                     fail(
                         "sparkyard",
-                        &format!("{} (see 'sparkyard --help')", clap_one_line(&e)),
+                        &format!(
+                            "{} (see '{} --help')",
+                            console::clap_error_line(&e),
+                            console::clap_error_command(&e)
+                        ),
                     );
                     EXIT_BAD_INPUT
                 }
@@ -342,6 +350,11 @@ pub fn run(args: Vec<OsString>) -> i32 {
         Command::Executor { args } => role(roles::ROLE_EXECUTOR, &args),
         Command::ApplicationMaster { args } => role(roles::ROLE_APPLICATION_MASTER, &args),
         Command::ExecutorLauncher { args } => role(roles::ROLE_EXECUTOR_LAUNCHER, &args),
+        Command::Help { command } => run(console::help_args(program, &command)),
+        Command::Completions { shell } => {
+            console::completions(shell, &mut Cli::command(), &mut std::io::stdout());
+            EXIT_OK
+        }
     }
 }
 

@@ -362,7 +362,25 @@ fn fields_clone(f: &Fields) -> Fields {
     }
 }
 
+/// The levels a log-level setting names alone.
+const LEVEL_NAMES: &[&str] = &["error", "warn", "info", "debug", "trace", "off"];
+
+/// A `--log-level` part that is neither a level nor a directive with `=` (`loud`, `infp`):
+/// `RUST_LOG` reads such a word as a target's name, which the flag's user never means.
+fn unknown_level_word(directive: &str) -> Option<&str> {
+    directive.split(',').map(str::trim).find(|part| {
+        !part.is_empty()
+            && !part.contains(['=', '['])
+            && !LEVEL_NAMES.iter().any(|l| part.eq_ignore_ascii_case(l))
+    })
+}
+
 fn filter_from(level: Option<&str>) -> Result<EnvFilter, String> {
+    if let Some(word) = level.and_then(unknown_level_word) {
+        return Err(format!(
+            "invalid log level '{word}' (expected error, warn, info, debug, trace, off or a RUST_LOG directive such as sparkyard=debug)"
+        ));
+    }
     match level {
         Some(directive) => EnvFilter::try_new(directive)
             .map_err(|e| format!("invalid log level '{directive}': {e} (expected error, warn, info, debug, trace or a RUST_LOG directive)")),
@@ -487,5 +505,23 @@ mod tests {
         let err = filter_from(Some("info,[[")).unwrap_err();
         assert!(err.starts_with("invalid log level 'info,[['"), "{err}");
         assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn a_word_that_is_no_level_is_refused() {
+        for (given, word) in [
+            ("loud", "loud"),
+            ("infp", "infp"),
+            ("warn,sparkyard", "sparkyard"),
+        ] {
+            let err = filter_from(Some(given)).unwrap_err();
+            assert!(
+                err.starts_with(&format!("invalid log level '{word}' (expected error, warn, info")),
+                "{err}"
+            );
+        }
+        for ok in ["INFO", "off", "warn,sparkyard::yarn=debug", "info,[span]"] {
+            assert!(filter_from(Some(ok)).is_ok(), "{ok}");
+        }
     }
 }
