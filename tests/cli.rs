@@ -477,3 +477,68 @@ fn submit_help_lists_the_built_in_applications_and_a_near_miss_gets_did_you_mean
     assert!(failed < hint, "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Every record under a log directory, as text.
+fn all_records(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                text.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn the_console_says_a_failure_once_and_keeps_to_its_default_level() {
+    let logs = tempfile::tempdir().unwrap();
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &config_dir(),
+        "--log-dir",
+        logs.path().to_str().unwrap(),
+        "--deploy-mode",
+        "cluster",
+        "--class",
+        "sparkyard.examples.DriverTest",
+        "app.jar",
+        "--bogus",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The user class's exception, once per attempt where it happened: not again as the
+    // failure of the ApplicationMaster, its supervisor and its container.
+    let thrown: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            l.contains("unknown DriverTest argument '--bogus'") && l.contains("/am/application-master")
+        })
+        .collect();
+    assert!(!thrown.is_empty(), "{err}");
+    for line in &thrown {
+        assert!(line.contains("User class threw exception"), "{err}");
+    }
+    assert!(!err.contains("failed: exit code 13"), "{err}");
+    // The default console: warnings, errors and the client's lines; no other actor's INFO.
+    for line in err.lines().filter(|l| l.contains(" INFO ")) {
+        assert!(
+            line.contains(" INFO  /submit/client#") || line.contains(" INFO  - "),
+            "{line}"
+        );
+    }
+    // The files keep every record: the failure at each level, and the INFO records.
+    let records = all_records(logs.path());
+    let failures = records
+        .lines()
+        .filter(|l| l.contains("\"event\":\"actor_failed\"") && l.contains("unknown DriverTest argument"))
+        .count();
+    assert!(failures >= 3, "{failures}");
+    assert!(records.contains("\"level\":\"INFO\",\"msg\":\"Allocated AM container"));
+}
