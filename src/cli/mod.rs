@@ -1,9 +1,10 @@
-//! The `sparkyard` command line: `submit | node | logs | actors | chaos | rmadmin | executor`.
+//! The `sparkyard` command line: `submit | node | logs | actors | chaos | rmadmin | executor`,
+//! with `help <command>` and `completions <shell>` ([`console`]).
 //!
 //! Layer: cli (the top: parses commands and assembles processes).
 //!
 //! Every bad input ends with one line on stderr naming the problem and a non-zero status;
-//! clap's multi-line errors are cut to their first line. `submit` and `executor` take their
+//! clap's multi-line errors are joined into one line that keeps the flag and clap's tip. `submit` and `executor` take their
 //! arguments raw and parse them as spark-submit and CoarseGrainedExecutorBackend do, so
 //! everything after `submit`'s primary resource belongs to the application.
 //!
