@@ -164,16 +164,18 @@ struct Echoes {
 }
 
 impl Echoes {
-    /// Whether an `actor_failed` record of `actor` with `reason` repeats what the console
-    /// said just before: the error the actor logged itself, or the failure of an actor under
-    /// it. What it repeats is forgotten (a later failure is news); the reason is remembered
+    /// Whether an `actor_failed` record of `actor` with `reason` repeats, word for word (but
+    /// for an `exit code N: ` before it), what the console said: the error the actor logged
+    /// itself, or the failure of an actor under it. What it repeats is forgotten (a later failure is news); the reason is remembered
     /// for the supervisor's echo.
     fn repeats(&mut self, actor: &str, reason: &str) -> bool {
         let below = |a: &str| a.strip_prefix(actor).is_some_and(|rest| rest.starts_with('/'));
+        let cause = without_exit_code(reason);
         let before = self.said.len();
         self.said.retain(|(a, said, failure)| {
-            let echoed =
-                !said.is_empty() && reason.contains(said.as_str()) && (below(a) || (a == actor && !failure));
+            let echoed = !said.is_empty()
+                && without_exit_code(said) == cause
+                && (below(a) || (a == actor && !failure));
             !echoed
         });
         let repeated = self.said.len() < before;
@@ -188,6 +190,15 @@ impl Echoes {
         self.said
             .push_back((actor.to_string(), message.to_string(), failure));
     }
+}
+
+/// A failure's reason without the `exit code N: ` a process-ending failure puts before it.
+fn without_exit_code(reason: &str) -> &str {
+    reason
+        .strip_prefix("exit code ")
+        .and_then(|rest| rest.split_once(": "))
+        .filter(|(code, _)| !code.is_empty() && code.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(reason, |(_, cause)| cause)
 }
 
 impl JsonLayer {
@@ -580,6 +591,12 @@ mod tests {
         assert!(echoes.repeats(master, reason));
         assert!(echoes.repeats(am, reason));
         assert!(echoes.repeats(container, reason));
+        // A supervisor that escalates says something new: its line stays.
+        echoes.remember(master, "panic: injected panic", true);
+        assert!(!echoes.repeats(
+            am,
+            "escalated: reached maximum restart intensity; last: child application-master ended with panic: injected panic"
+        ));
         // A later failure of the same actor with the same reason is news.
         assert!(!echoes.repeats(container, reason));
         // Another container's, or a sibling's, failure is news.
