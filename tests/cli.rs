@@ -147,6 +147,22 @@ fn bad_command_lines_are_one_line_errors() {
             vec!["node", "--conf", "novalue"],
             "--conf expects key=value, got 'novalue'",
         ),
+        (
+            vec!["submit", "--log-level", "loud", "x.jar"],
+            "invalid log level 'loud' (expected error, warn, info, debug, trace, off",
+        ),
+        (
+            vec!["node", "--log-level", "infp"],
+            "invalid log level 'infp' (expected error, warn, info, debug, trace, off",
+        ),
+        (
+            vec!["submit", "--status", "application_1_0001"],
+            "only supported with --master yarn: --status asks the running node",
+        ),
+        (
+            vec!["submit", "--kill", "application_1_0001"],
+            "only supported with --master yarn: --kill asks the running node",
+        ),
     ] {
         let (code, _, err) = sparkyard(&args);
         assert_ne!(code, 0, "{args:?}");
@@ -358,4 +374,171 @@ fn submit_finds_config_through_the_environment_and_warns_on_unknown_keys() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("DriverTest: 2 executors registered"));
     assert!(err.contains("did you mean 'spark.executor.memory'?"), "{err}");
+}
+
+#[test]
+fn clap_errors_name_the_flag_and_keep_the_suggestion() {
+    for (args, expect) in [
+        (
+            vec!["chaos", "partition", "/node/rm"],
+            "the following required arguments were not provided: --for <DURATION> (see 'sparkyard chaos partition --help')",
+        ),
+        (
+            vec!["actors", "--jsn"],
+            "unexpected argument '--jsn' found (tip: a similar argument exists: '--json')",
+        ),
+        (
+            vec!["actor"],
+            "unrecognized subcommand 'actor' (tip: some similar subcommands exist: 'executor', 'actors')",
+        ),
+        (
+            vec!["completions", "tcsh"],
+            "invalid value 'tcsh' for '<SHELL>': [possible values: bash, elvish, fish, powershell, zsh]",
+        ),
+    ] {
+        let (code, _, err) = sparkyard(&args);
+        assert_eq!(code, 1, "{args:?}");
+        let line = one_error_line(&err);
+        assert!(line.contains(expect), "{args:?}: {line}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_names_a_command_and_completions_cover_every_shell() {
+    let (code, out, _) = sparkyard(&["help", "chaos", "partition"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: sparkyard chaos partition"), "{out}");
+    assert!(out.contains("--for <DURATION>"), "{out}");
+    let (code, out, _) = sparkyard(&["help", "submit"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("Usage: sparkyard submit [options]"), "{out}");
+    let (code, out, _) = sparkyard(&["help", "executor"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--driver-url"), "{out}");
+    let (code, out, _) = sparkyard(&["help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("completions") && out.contains("help"), "{out}");
+    let (code, _, err) = sparkyard(&["help", "bogus"]);
+    assert_eq!(code, 1);
+    assert!(
+        one_error_line(&err).contains("unrecognized subcommand 'bogus'"),
+        "{err}"
+    );
+
+    for (shell, marker) in [
+        ("bash", "_sparkyard()"),
+        ("zsh", "#compdef sparkyard"),
+        ("fish", "complete -c sparkyard"),
+    ] {
+        let (code, out, err) = sparkyard(&["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(out.contains(marker), "{shell}: {out}");
+        for word in ["partition", "rmadmin", "log-level", "config-dir"] {
+            assert!(out.contains(word), "{shell} misses {word}");
+        }
+    }
+}
+
+#[test]
+fn submit_help_lists_the_built_in_applications_and_a_near_miss_gets_did_you_mean() {
+    let (code, out, _) = sparkyard(&["submit", "--help"]);
+    assert_eq!(code, 0);
+    let list = out
+        .split_once("Built-in applications")
+        .map(|(_, l)| l)
+        .unwrap_or_else(|| panic!("no list: {out}"));
+    for class in [
+        "org.apache.spark.examples.SparkPi",
+        "org.apache.spark.examples.JavaWordCount",
+        "sparkyard.examples.DriverTest",
+        "sparkyard.examples.SleepTasks",
+    ] {
+        assert!(list.contains(&format!("  {class}\n")), "{class}: {list}");
+    }
+
+    let logs = tempfile::tempdir().unwrap();
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &config_dir(),
+        "--log-dir",
+        logs.path().to_str().unwrap(),
+        "--class",
+        "SparkPi",
+        "app.jar",
+    ]);
+    // Spark's failure first, then the hint.
+    assert_eq!(code, 101, "{err}");
+    let failed = err.find("Error: Failed to load class SparkPi.").expect(&err);
+    let hint = err
+        .find("did you mean 'org.apache.spark.examples.SparkPi'?")
+        .expect(&err);
+    assert!(failed < hint, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Every record under a log directory, as text.
+fn all_records(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                text.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn the_console_says_a_failure_once_and_keeps_to_its_default_level() {
+    let logs = tempfile::tempdir().unwrap();
+    let (code, _, err) = sparkyard(&[
+        "submit",
+        "--config-dir",
+        &config_dir(),
+        "--log-dir",
+        logs.path().to_str().unwrap(),
+        "--deploy-mode",
+        "cluster",
+        "--class",
+        "sparkyard.examples.DriverTest",
+        "app.jar",
+        "--bogus",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The user class's exception, once per attempt where it happened: not again as the
+    // failure of the ApplicationMaster, its supervisor and its container.
+    let thrown: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            l.contains("unknown DriverTest argument '--bogus'") && l.contains("/am/application-master")
+        })
+        .collect();
+    assert!(!thrown.is_empty(), "{err}");
+    for line in &thrown {
+        assert!(line.contains("User class threw exception"), "{err}");
+    }
+    assert!(!err.contains("failed: exit code 13"), "{err}");
+    // The default console: warnings, errors and the client's lines; no other actor's INFO.
+    for line in err.lines().filter(|l| l.contains(" INFO ")) {
+        assert!(
+            line.contains(" INFO  /submit/client#") || line.contains(" INFO  - "),
+            "{line}"
+        );
+    }
+    // The files keep every record: the failure at each level, and the INFO records.
+    let records = all_records(logs.path());
+    let failures = records
+        .lines()
+        .filter(|l| l.contains("\"event\":\"actor_failed\"") && l.contains("unknown DriverTest argument"))
+        .count();
+    assert!(failures >= 3, "{failures}");
+    assert!(records.contains("\"level\":\"INFO\",\"msg\":\"Allocated AM container"));
 }

@@ -1,9 +1,10 @@
-//! The `sparkyard` command line: `submit | node | logs | actors | chaos | rmadmin | executor`.
+//! The `sparkyard` command line: `submit | node | logs | actors | chaos | rmadmin | executor`,
+//! with `help <command>` and `completions <shell>` ([`console`]).
 //!
 //! Layer: cli (the top: parses commands and assembles processes).
 //!
 //! Every bad input ends with one line on stderr naming the problem and a non-zero status;
-//! clap's multi-line errors are cut to their first line. `submit` and `executor` take their
+//! clap's multi-line errors are joined into one line that keeps the flag and clap's tip. `submit` and `executor` take their
 //! arguments raw and parse them as spark-submit and CoarseGrainedExecutorBackend do, so
 //! everything after `submit`'s primary resource belongs to the application.
 //!
@@ -21,6 +22,7 @@
 
 pub mod application;
 pub mod config;
+pub mod console;
 pub mod container;
 pub mod control;
 pub mod node;
@@ -34,7 +36,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::executor::args::executor_usage;
 use crate::logs::reader::{self, LogsArgs};
@@ -120,6 +122,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
+    /// Print the help of a command (`sparkyard help chaos partition`), or this list.
+    Help {
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Print a shell's completion script for sparkyard's commands and flags
+    /// (`source <(sparkyard completions bash)`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Where a command finds its configuration.
@@ -140,7 +154,7 @@ struct NodeArgs {
     /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
-    /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
+    /// error, warn, info, debug, trace, off or a RUST_LOG directive, for the files and the console [default: $RUST_LOG, else info in the files and warn on the console].
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 }
@@ -170,7 +184,7 @@ pub struct NodeManagerArgs {
     /// Where structured logs are written [default: $SPARKYARD_LOG_DIR, else ./logs].
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
-    /// error, warn, info, debug, trace or a RUST_LOG directive [default: $RUST_LOG, else info].
+    /// error, warn, info, debug, trace, off or a RUST_LOG directive, for the files and the console [default: $RUST_LOG, else info in the files and warn on the console].
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 }
@@ -307,16 +321,6 @@ pub fn init_logs(level: Option<&str>, chatty: &[&str]) -> Result<(), String> {
     })
 }
 
-/// The first line of a clap error, without clap's `error: ` prefix.
-fn clap_one_line(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    let first = rendered
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid command line");
-    first.trim_start_matches("error: ").trim().to_string()
-}
-
 /// Runs the command line `args` (program name first); returns the exit status.
 pub fn run(args: Vec<OsString>) -> i32 {
     if let Some(command) = container_command(&args) {
@@ -330,6 +334,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
             return application::run_node_list(&rest);
         }
     }
+    let program = args.first().cloned().unwrap_or_else(|| "sparkyard".into());
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -345,7 +350,11 @@ pub fn run(args: Vec<OsString>) -> i32 {
                 _ => {
                     fail(
                         "sparkyard",
-                        &format!("{} (see 'sparkyard --help')", clap_one_line(&e)),
+                        &format!(
+                            "{} (see '{} --help')",
+                            console::clap_error_line(&e),
+                            console::clap_error_command(&e)
+                        ),
                     );
                     EXIT_BAD_INPUT
                 }
@@ -365,6 +374,11 @@ pub fn run(args: Vec<OsString>) -> i32 {
         Command::Executor { args } => role(roles::ROLE_EXECUTOR, &args),
         Command::ApplicationMaster { args } => role(roles::ROLE_APPLICATION_MASTER, &args),
         Command::ExecutorLauncher { args } => role(roles::ROLE_EXECUTOR_LAUNCHER, &args),
+        Command::Help { command } => run(console::help_args(program, &command)),
+        Command::Completions { shell } => {
+            console::completions(shell, &mut Cli::command(), &mut std::io::stdout());
+            EXIT_OK
+        }
     }
 }
 

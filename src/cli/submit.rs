@@ -80,8 +80,14 @@ pub fn run(args: &[String]) -> i32 {
         // this process's user as the real user, and the node decides.
         crate::yarn::acls::act_as_proxy_user(proxy);
     }
+    let hint = class_hint(&parsed);
     match execute(parsed, conf, chaos) {
-        Ok(code) => code,
+        Ok(code) => {
+            if let (Some(hint), true) = (hint, code != EXIT_OK) {
+                fail(WHO, &hint);
+            }
+            code
+        }
         Err(e) => {
             fail(WHO, &e);
             EXIT_BAD_INPUT
@@ -400,15 +406,33 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
     })
 }
 
+/// spark-submit's usage text, then the applications this binary ships.
+fn usage() -> String {
+    ssa::usage() + &super::console::applications_help(&crate::apps::names())
+}
+
+/// The line that follows a failed submission of a class this binary does not have, when
+/// the class is a near miss of one it has.
+fn class_hint(parsed: &SparkSubmitArguments) -> Option<String> {
+    if parsed.action != SparkSubmitAction::Submit {
+        return None;
+    }
+    let class = parsed.main_class.as_deref()?;
+    let names = crate::apps::names();
+    super::console::nearest_class(class, &names).map(|near| {
+        format!("class {class} is not one of this binary's applications: did you mean '{near}'? ('{WHO} --help' lists them)")
+    })
+}
+
 /// Prints a command-line problem as spark-submit does (the usage text where Spark shows it,
 /// then one line) and returns the exit status.
 fn report(e: &SubmitArgsError) -> i32 {
     if e.is_help() {
-        print!("{}", ssa::usage());
+        print!("{}", usage());
         return EXIT_OK;
     }
     if e.show_usage() {
-        eprint!("{}", ssa::usage());
+        eprint!("{}", usage());
     }
     let message = e.message().unwrap_or("no application given");
     fail(WHO, &format!("{message} (run '{WHO} --help' for usage)"));

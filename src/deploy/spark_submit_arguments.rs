@@ -729,6 +729,23 @@ impl SparkSubmitArguments {
             }
             SparkSubmitAction::PrintVersion => return Ok(()),
         }
+        if self.action != SparkSubmitAction::Submit
+            && self
+                .master
+                .as_deref()
+                .is_none_or(|m| m.starts_with("local-cluster"))
+        {
+            // Spark refuses --kill and --status where its master cannot find a submission
+            // again; sparkyard's are the applications of a running node.
+            let (flag, what) = if self.action == SparkSubmitAction::Kill {
+                ("--kill", "Killing submissions")
+            } else {
+                ("--status", "Requesting submission statuses")
+            };
+            return Err(SubmitArgsError::invalid(format!(
+                "{what} is only supported with --master yarn: {flag} asks the running node (sparkyard node) at yarn.resourcemanager.address"
+            )));
+        }
         if let Some(master) = self.master.as_deref() {
             if !is_supported_master(master) {
                 return Err(SubmitArgsError::invalid(format!(
@@ -1008,7 +1025,8 @@ Options:
 sparkyard's own options (before the application):
   --config-dir DIR            Where spark-defaults.conf and yarn-site.conf are (default: $SPARKYARD_CONF_DIR, else ./config).
   --log-dir DIR               Where structured logs are written (default: $SPARKYARD_LOG_DIR, else ./logs).
-  --log-level LEVEL           error, warn, info, debug, trace or a RUST_LOG directive (default: $RUST_LOG, else info).
+  --log-level LEVEL           error, warn, info, debug, trace, off or a RUST_LOG directive (default: $RUST_LOG, else info
+                              in the files, and warnings plus the application reports on the console).
 
 Accepted for compatibility with spark-submit but without effect in sparkyard:
   --packages, --exclude-packages, --repositories, --py-files, --driver-java-options,
@@ -1289,7 +1307,11 @@ mod tests {
         assert!(!e.show_usage());
         assert_eq!(e.exit_code(), 1);
         // Only submissions check a deploy mode taken from configuration.
-        let a = full(&["--kill", "a"], &[("spark.submit.deployMode", "both")], &[]);
+        let a = full(
+            &["--kill", "a", "--master", "yarn"],
+            &[("spark.submit.deployMode", "both")],
+            &[],
+        );
         assert!(a.is_ok());
         // From configuration, Spark's later check (prepareSubmitEnvironment) applies.
         let e = full(&["x.jar"], &[("spark.submit.deployMode", "both")], &[]);
@@ -1323,7 +1345,17 @@ mod tests {
             "Action cannot be both KILL and KILL."
         );
         // --kill "" passes Spark's null check.
-        assert_eq!(ok(&["--kill", ""]).action, SparkSubmitAction::Kill);
+        assert_eq!(
+            ok(&["--kill", "", "--master", "yarn"]).action,
+            SparkSubmitAction::Kill
+        );
+        // Without --master yarn there is no node to ask.
+        assert_eq!(
+            err_msg(&["--kill", "a"]),
+            "Killing submissions is only supported with --master yarn: --kill asks the running node (sparkyard node) at yarn.resourcemanager.address"
+        );
+        assert!(err_msg(&["--status", "a", "--master", "local-cluster[1,1,1024]"])
+            .starts_with("Requesting submission statuses is only supported with --master yarn: --status"));
         // --version stops reading; what follows goes to the application arguments.
         let a = ok(&["--version", "--bogus", "x"]);
         assert_eq!(a.action, SparkSubmitAction::PrintVersion);

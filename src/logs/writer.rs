@@ -147,6 +147,58 @@ pub struct JsonLayer {
     console: Console,
     color: bool,
     quiet_except: Option<Vec<String>>,
+    echoes: std::sync::Mutex<Echoes>,
+}
+
+/// How many warnings and errors the console remembers to recognise their echoes.
+const ECHO_MEMORY: usize = 64;
+
+/// The warnings and errors the console said lately, by actor: a failure climbs the
+/// supervision tree (an actor fails with the error it logged, its supervisor fails with the
+/// same reason, and so on up), and the console says it once, where it happened. The files
+/// keep every record.
+#[derive(Default)]
+struct Echoes {
+    /// Actor, message (or failure reason), and whether it was the actor's failure record.
+    said: std::collections::VecDeque<(String, String, bool)>,
+}
+
+impl Echoes {
+    /// Whether an `actor_failed` record of `actor` with `reason` repeats, word for word (but
+    /// for an `exit code N: ` before it), what the console said: the error the actor logged
+    /// itself, or the failure of an actor under it. What it repeats is forgotten (a later failure is news); the reason is remembered
+    /// for the supervisor's echo.
+    fn repeats(&mut self, actor: &str, reason: &str) -> bool {
+        let below = |a: &str| a.strip_prefix(actor).is_some_and(|rest| rest.starts_with('/'));
+        let cause = without_exit_code(reason);
+        let before = self.said.len();
+        self.said.retain(|(a, said, failure)| {
+            let echoed = !said.is_empty()
+                && without_exit_code(said) == cause
+                && (below(a) || (a == actor && !failure));
+            !echoed
+        });
+        let repeated = self.said.len() < before;
+        self.remember(actor, reason, true);
+        repeated
+    }
+
+    fn remember(&mut self, actor: &str, message: &str, failure: bool) {
+        if self.said.len() == ECHO_MEMORY {
+            self.said.pop_front();
+        }
+        self.said
+            .push_back((actor.to_string(), message.to_string(), failure));
+    }
+}
+
+/// A failure's reason without the `exit code N: ` a process-ending failure puts before it.
+fn without_exit_code(reason: &str) -> &str {
+    reason
+        .strip_prefix("exit code ")
+        .and_then(|rest| rest.split_once(": "))
+        .filter(|(code, _)| !code.is_empty() && code.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(reason, |(_, cause)| cause)
 }
 
 impl JsonLayer {
@@ -314,7 +366,23 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
             .fields
             .iter()
             .any(|(k, v)| *k == "printed" && *v == Value::Bool(true));
-        let console = !printed && self.console != Console::Off && self.console_shows(level, actor);
+        let mut console = !printed && self.console != Console::Off && self.console_shows(level, actor);
+        if console && *level <= Level::WARN {
+            if let Some(actor) = actor {
+                let field = |key: &str| {
+                    fields
+                        .fields
+                        .iter()
+                        .find(|(k, _)| *k == key)
+                        .and_then(|(_, v)| v.as_str())
+                };
+                let mut echoes = self.echoes.lock().unwrap_or_else(|p| p.into_inner());
+                match (field("event"), field("reason")) {
+                    (Some("actor_failed"), Some(reason)) => console = !echoes.repeats(actor, reason),
+                    _ => echoes.remember(actor, &fields.msg, false),
+                }
+            }
+        }
         let captures = cluster_sink.as_ref().is_some_and(|s| s.captures());
         let mut line = Vec::with_capacity(512 + fields.msg.len());
         write_record(&mut line, ts, level, &fields, ctx_ref);
@@ -362,7 +430,25 @@ fn fields_clone(f: &Fields) -> Fields {
     }
 }
 
+/// The levels a log-level setting names alone.
+const LEVEL_NAMES: &[&str] = &["error", "warn", "info", "debug", "trace", "off"];
+
+/// A `--log-level` part that is neither a level nor a directive with `=` (`loud`, `infp`):
+/// `RUST_LOG` reads such a word as a target's name, which the flag's user never means.
+fn unknown_level_word(directive: &str) -> Option<&str> {
+    directive.split(',').map(str::trim).find(|part| {
+        !part.is_empty()
+            && !part.contains(['=', '['])
+            && !LEVEL_NAMES.iter().any(|l| part.eq_ignore_ascii_case(l))
+    })
+}
+
 fn filter_from(level: Option<&str>) -> Result<EnvFilter, String> {
+    if let Some(word) = level.and_then(unknown_level_word) {
+        return Err(format!(
+            "invalid log level '{word}' (expected error, warn, info, debug, trace, off or a RUST_LOG directive such as sparkyard=debug)"
+        ));
+    }
     match level {
         Some(directive) => EnvFilter::try_new(directive)
             .map_err(|e| format!("invalid log level '{directive}': {e} (expected error, warn, info, debug, trace or a RUST_LOG directive)")),
@@ -388,6 +474,7 @@ pub fn init(opts: &LogInit) -> Result<(), String> {
         } else {
             opts.console_quiet_except.clone()
         },
+        echoes: Default::default(),
     };
     tracing_subscriber::registry()
         .with(layer.with_filter(filter))
@@ -487,5 +574,62 @@ mod tests {
         let err = filter_from(Some("info,[[")).unwrap_err();
         assert!(err.starts_with("invalid log level 'info,[['"), "{err}");
         assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn a_failure_climbing_the_tree_is_said_once() {
+        let mut echoes = Echoes::default();
+        let container = "/node/nm-host1/container_1";
+        let am = "/node/nm-host1/container_1/am";
+        let master = "/node/nm-host1/container_1/am/application-master";
+        echoes.remember(
+            master,
+            "User class threw exception: java.lang.IllegalStateException: boom",
+            false,
+        );
+        let reason = "exit code 13: User class threw exception: java.lang.IllegalStateException: boom";
+        assert!(echoes.repeats(master, reason));
+        assert!(echoes.repeats(am, reason));
+        assert!(echoes.repeats(container, reason));
+        // A supervisor that escalates says something new: its line stays.
+        echoes.remember(master, "panic: injected panic", true);
+        assert!(!echoes.repeats(
+            am,
+            "escalated: reached maximum restart intensity; last: child application-master ended with panic: injected panic"
+        ));
+        // A later failure of the same actor with the same reason is news.
+        assert!(!echoes.repeats(container, reason));
+        // Another container's, or a sibling's, failure is news.
+        assert!(!echoes.repeats("/node/nm-host1/container_2/am", "exit code 13: other"));
+        echoes.remember("/node/nm-host1/container_1/am2/x", "exit code 1: y", true);
+        assert!(!echoes.repeats(am, "exit code 1: y"));
+        // A prefix that is not a parent path is not an ancestor.
+        echoes.remember(master, "z", true);
+        assert!(!echoes.repeats("/node/nm-host1/container_1/a", "exit code 1: z"));
+        // Bounded: the oldest is forgotten.
+        echoes.remember(master, "w", true);
+        for i in 0..ECHO_MEMORY {
+            echoes.remember("/a", &format!("m{i}"), false);
+        }
+        assert_eq!(echoes.said.len(), ECHO_MEMORY);
+        assert!(!echoes.repeats(am, "exit code 1: w"));
+    }
+
+    #[test]
+    fn a_word_that_is_no_level_is_refused() {
+        for (given, word) in [
+            ("loud", "loud"),
+            ("infp", "infp"),
+            ("warn,sparkyard", "sparkyard"),
+        ] {
+            let err = filter_from(Some(given)).unwrap_err();
+            assert!(
+                err.starts_with(&format!("invalid log level '{word}' (expected error, warn, info")),
+                "{err}"
+            );
+        }
+        for ok in ["INFO", "off", "warn,sparkyard::yarn=debug", "info,[span]"] {
+            assert!(filter_from(Some(ok)).is_ok(), "{ok}");
+        }
     }
 }

@@ -36,9 +36,19 @@ pub(super) fn next_matching(
             Parsed::Blank => {}
             Parsed::Bad(reason) => warn_skipped(err, &src.path, line.number, &reason),
             Parsed::Record(record, raw) => {
-                if matches!(src.origin, Origin::Container { .. }) && !nodes.contains_key(&src.origin) {
-                    let node = record.get("node").and_then(Value::as_str).unwrap_or("unknown");
-                    nodes.insert(src.origin.clone(), node.to_owned());
+                if let Origin::Container { container, .. } = &src.origin {
+                    if !nodes.contains_key(&src.origin) {
+                        // The ResourceManager's records of the allocation come first and carry
+                        // its host: the container's host is that of its NodeManager and actors.
+                        let node = container_host(&src.path, container).unwrap_or_else(|| {
+                            record
+                                .get("node")
+                                .and_then(Value::as_str)
+                                .unwrap_or("unknown")
+                                .to_owned()
+                        });
+                        nodes.insert(src.origin.clone(), node);
+                    }
                 }
                 let time = record_time(&record, &mut src.last_time);
                 if filter.matches(&record, raw) {
@@ -112,4 +122,33 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// How many lines of a container's file [`container_host`] reads at most.
+const HOST_SCAN_LINES: usize = 4096;
+
+/// The host a container ran on: the `node` of the first record in its file written by its
+/// NodeManager or by an actor inside it (not the ResourceManager's nor the AM's records
+/// about it, which carry their own hosts).
+pub(super) fn container_host(path: &std::path::Path, container: &str) -> Option<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let reader = std::io::BufReader::new(file);
+    for line in reader.split(b'\n').take(HOST_SCAN_LINES) {
+        let line = line.ok()?;
+        let Ok(record) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        let placed = record.get("actor_type").and_then(Value::as_str) == Some("NodeManager")
+            || record
+                .get("actor")
+                .and_then(Value::as_str)
+                .is_some_and(|a| a.contains(container));
+        if placed {
+            if let Some(node) = record.get("node").and_then(Value::as_str) {
+                return Some(node.to_owned());
+            }
+        }
+    }
+    None
 }

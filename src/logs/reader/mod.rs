@@ -642,6 +642,21 @@ mod tests {
     }
 
     #[test]
+    fn a_container_is_shown_on_its_node_managers_host_not_the_resource_managers() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let allocated = r#"{"ts":"2026-11-22T12:00:01.000000Z","level":"INFO","msg":"Allocated container","cluster":"c1","node":"rmhost","actor":"/node/rm","actor_type":"ResourceManager","incarnation":1,"app_id":"application_1700000000000_0001","container_id":"container_1700000000000_0001_01_000002"}"#;
+        let asked = r#"{"ts":"2026-11-22T12:00:01.500000Z","level":"INFO","msg":"Launching container","cluster":"c1","node":"host1","actor":"/node/nm-host1/container_1700000000000_0001_01_000001/am/allocator","actor_type":"YarnAllocator","incarnation":1,"app_id":"application_1700000000000_0001","container_id":"container_1700000000000_0001_01_000002"}"#;
+        let file = tmp.path().join(format!("apps/{APP1}/{C2}/sparkyard.jsonl"));
+        write(&file, &lines(&[allocated, asked, EXEC_STARTED]));
+        let out = ok_output(&args(tmp.path()));
+        assert!(out.starts_with(&format!("Container: {C2} on host2\n")), "{out}");
+        // With no record of its NodeManager or its own actors, the first record's host.
+        write(&file, &lines(&[allocated]));
+        let out = ok_output(&args(tmp.path()));
+        assert!(out.starts_with(&format!("Container: {C2} on rmhost\n")), "{out}");
+    }
+
+    #[test]
     fn level_filter() {
         let tmp = fixture();
         let out = ok_output(&LogsArgs {
