@@ -78,6 +78,7 @@ fn start_node(extra: &[&str]) -> Node {
     let mut cmd = Command::new(BIN);
     cmd.args(["node", "--config-dir", &config_dir()])
         .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"])
+        .args(["--conf", "yarn.resourcemanager.webapp.address=127.0.0.1:0"])
         .args(["--log-dir", dir.path().join("logs").to_str().unwrap()]);
     for c in extra {
         cmd.args(["--conf", c]);

@@ -56,6 +56,7 @@ fn start_node() -> Node {
     let mut child = Command::new(BIN)
         .args(["node", "--config-dir", &config_dir()])
         .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"])
+        .args(["--conf", "yarn.resourcemanager.webapp.address=127.0.0.1:0"])
         .args([
             "--conf",
             "yarn.resourcemanager.resource-tracker.address=127.0.0.1:0",

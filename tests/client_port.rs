@@ -148,7 +148,8 @@ fn idle_connections_beyond_the_limit_make_room_for_a_submission() {
 fn node_with(conf: &[&str]) -> Out {
     let mut cmd = Command::new(BIN);
     cmd.args(["node", "--config-dir", &config_dir()])
-        .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"]);
+        .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"])
+        .args(["--conf", "yarn.resourcemanager.webapp.address=127.0.0.1:0"]);
     for c in conf {
         cmd.args(["--conf", c]);
     }

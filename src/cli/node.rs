@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::conf::{self, SparkConf};
 use crate::runtime::{Cluster, ExitReason};
-use crate::yarn::node::{start_node, wait_ready};
+use crate::yarn::node::{start_node_serving, wait_ready, Serving};
 
 /// The exit status of a node whose supervision tree gave up (sysexits' EX_SOFTWARE: an
 /// internal failure, not bad input; a service manager should restart it).
@@ -87,6 +87,15 @@ pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Re
     let listener =
         std::net::TcpListener::bind(&wanted).map_err(|e| format!("cannot listen on {wanted}: {e}"))?;
     let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(wanted);
+    let web = conf.get(&conf::RM_WEBAPP_ADDRESS).map_err(|e| e.to_string())?;
+    let web_wanted = format!("{}:{}", web.host, web.port);
+    let web = std::net::TcpListener::bind(&web_wanted).map_err(|e| {
+        format!(
+            "cannot listen on {web_wanted} ({}): {e}",
+            conf::RM_WEBAPP_ADDRESS.name()
+        )
+    })?;
+    let web_bound = web.local_addr().map(|a| a.to_string()).unwrap_or(web_wanted);
     let log_dir = crate::logs::reader::resolve_log_dir(log_dir);
     let hostname = super::local_hostname();
     let system = actix::System::new();
@@ -119,7 +128,12 @@ pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Re
                 }
             }
         };
-        let root = start_node(&cluster, &conf, &nodes, &launchers, &hostname, Some(Arc::new(listener)))?;
+        let serving = Serving {
+            client: Some(Arc::new(listener)),
+            web: Some(Arc::new(web)),
+            log_dir: Some(log_dir.clone()),
+        };
+        let root = start_node_serving(&cluster, &conf, &nodes, &launchers, &hostname, serving)?;
         // Polled from the start: the node can give up while it comes up too.
         let ended = cluster.root_ended(&root);
         tokio::pin!(ended);
@@ -137,7 +151,7 @@ pub fn run_daemon(daemon: Daemon, conf: SparkConf, log_dir: Option<&Path>) -> Re
             };
             let _ = writeln!(
                 out,
-                "sparkyard {}: ResourceManager listening on {bound} with {} NodeManagers ({}); containers {containers}; NodeManagers join at {actors}; logs in {}",
+                "sparkyard {}: ResourceManager listening on {bound} with {} NodeManagers ({}); containers {containers}; NodeManagers join at {actors}; web UI at http://{web_bound}/; logs in {}",
                 match daemon {
                     Daemon::Node => "node",
                     Daemon::ResourceManager => "resourcemanager",

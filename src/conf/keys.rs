@@ -801,6 +801,13 @@ keys! {
     RM_ADDRESS: HostPortEntry =
         ConfEntry::new("yarn.resourcemanager.address", HostPortKind, "127.0.0.1:8032");
 
+    /// Address of the ResourceManager's web application: its REST API (`/ws/v1/cluster/...`)
+    /// and web UI. The node and `sparkyard resourcemanager` serve it; an embedded `submit`
+    /// serves it only when this key is set. Loopback by default (YARN's own default is
+    /// `0.0.0.0:8088`); port 0 takes any free port.
+    RM_WEBAPP_ADDRESS: HostPortEntry =
+        ConfEntry::new("yarn.resourcemanager.webapp.address", HostPortKind, "127.0.0.1:8088");
+
     // ---- the client port's bounds (sparkyard's; Hadoop's IPC server has
     // ipc.server.max.connections, ipc.client.connection.maxidletime, ipc.maximum.data.length)
 

@@ -450,14 +450,24 @@ fn filter_from(level: Option<&str>) -> Result<EnvFilter, String> {
         ));
     }
     match level {
-        Some(directive) => EnvFilter::try_new(directive)
+        Some(directive) => EnvFilter::try_new(quiet_http_server(directive))
             .map_err(|e| format!("invalid log level '{directive}': {e} (expected error, warn, info, debug, trace or a RUST_LOG directive)")),
         None => match std::env::var("RUST_LOG") {
             Ok(v) if !v.trim().is_empty() => {
-                EnvFilter::try_new(&v).map_err(|e| format!("invalid RUST_LOG '{v}': {e}"))
+                EnvFilter::try_new(quiet_http_server(&v)).map_err(|e| format!("invalid RUST_LOG '{v}': {e}"))
             }
-            _ => Ok(EnvFilter::new("info")),
+            _ => Ok(EnvFilter::new(quiet_http_server("info"))),
         },
+    }
+}
+
+/// `directive` with the web app's HTTP server (actix-server, which says at INFO each time it
+/// starts a worker or stops accepting) at WARN, unless the directive names it.
+fn quiet_http_server(directive: &str) -> String {
+    if directive.contains("actix_server") {
+        directive.to_string()
+    } else {
+        format!("{directive},actix_server=warn")
     }
 }
 

@@ -22,3 +22,4 @@ pub mod records;
 pub mod resource_manager;
 pub mod scheduler;
 pub mod security;
+pub mod webapp;

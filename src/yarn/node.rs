@@ -18,6 +18,7 @@ use super::client_rm_service::ClientRmService;
 use super::launcher::LauncherRegistry;
 use super::node_manager::{NmConfig, NodeManager, NodeManagerCore};
 use super::resource_manager::{ResourceManager, ResourceManagerCore, RmConfig};
+use super::webapp::RmWebApp;
 use crate::yarn::protocol::{ApplicationClientProtocol, ResourceManagerAdministrationProtocol};
 
 /// The node's root segment.
@@ -50,13 +51,45 @@ pub fn start_node(
     rm_host: &str,
     listener: Option<Arc<std::net::TcpListener>>,
 ) -> Result<ActorPath, String> {
+    let serving = Serving {
+        client: listener,
+        ..Serving::default()
+    };
+    start_node_serving(cluster, conf, nodes, launchers, rm_host, serving)
+}
+
+/// The ports a node serves besides its actors, each bound by whoever starts it (so a
+/// restarted service listens on the same address).
+#[derive(Default)]
+pub struct Serving {
+    /// The RM's client port (`/node/client-rm-service`, `yarn.resourcemanager.address`).
+    pub client: Option<Arc<std::net::TcpListener>>,
+    /// The RM's web app (`/node/webapp`, `yarn.resourcemanager.webapp.address`).
+    pub web: Option<Arc<std::net::TcpListener>>,
+    /// The node's log directory, which the web UI reads the applications' records from.
+    pub log_dir: Option<std::path::PathBuf>,
+}
+
+/// [`start_node`] with the ports of `serving`: the client port and the web app are started
+/// last, so they stop first.
+pub fn start_node_serving(
+    cluster: &Cluster,
+    conf: &SparkConf,
+    nodes: &[NodeSpec],
+    launchers: &LauncherRegistry,
+    rm_host: &str,
+    serving: Serving,
+) -> Result<ActorPath, String> {
+    let Serving {
+        client: listener,
+        web,
+        log_dir,
+    } = serving;
+    let started_ms = cluster.clock().epoch_millis();
     let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
     let rm_config = RmConfig::from_conf(conf);
     let nm_config = NmConfig::from_conf(conf);
-    let rm_state = Kept::new(ResourceManagerCore::new(
-        cluster.clock().epoch_millis(),
-        &rm_config,
-    ));
+    let rm_state = Kept::new(ResourceManagerCore::new(started_ms, &rm_config));
     let rm = rm_path();
     let mut spec = SupervisorSpec::new(Strategy::OneForOne)
         .supervision(&supervision)
@@ -87,6 +120,21 @@ pub fn start_node(
                 ClientRmService::new(me, listener.clone(), rm.clone(), limits)
                     .secured(keyring.clone())
                     .acls(acls.clone())
+            })
+            .ids(LogIds::default().node(rm_host)),
+        );
+    }
+    if let Some(web) = web {
+        let rm = rm.clone();
+        let acls = Arc::new(super::acls::AclsManager::from_conf(
+            conf,
+            &super::acls::login_user(),
+        )?);
+        spec = spec.child(
+            ChildSpec::worker("webapp", move |_, me| {
+                RmWebApp::new(me, web.clone(), rm.clone(), started_ms)
+                    .acls(acls.clone())
+                    .log_dir(log_dir.clone())
             })
             .ids(LogIds::default().node(rm_host)),
         );

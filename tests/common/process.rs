@@ -76,6 +76,8 @@ pub struct Node {
     pub addr: String,
     /// The node's actor endpoint (where NodeManagers join).
     pub actors: String,
+    /// The ResourceManager's web app (`host:port` of its REST API and UI).
+    pub web: String,
     pub logs: tempfile::TempDir,
 }
 
@@ -113,6 +115,8 @@ pub fn start_node_env(
         "yarn.resourcemanager.address=127.0.0.1:0",
         "--conf",
         "yarn.resourcemanager.resource-tracker.address=127.0.0.1:0",
+        "--conf",
+        "yarn.resourcemanager.webapp.address=127.0.0.1:0",
     ]);
     for pair in conf {
         cmd.args(["--conf", pair]);
@@ -142,15 +146,27 @@ pub fn start_node_env(
         .and_then(|rest| rest.split([';', ' ']).next())
         .expect("the actor endpoint in the readiness line")
         .to_string();
+    let web = web_address(&ready);
     (
         Node {
             child,
             addr,
             actors,
+            web,
             logs,
         },
         err,
     )
+}
+
+/// The web app's `host:port` in a node's readiness line ("web UI at http://host:port/").
+pub fn web_address(ready: &str) -> String {
+    ready
+        .split("web UI at http://")
+        .nth(1)
+        .and_then(|rest| rest.split(['/', ';', ' ']).next())
+        .expect("the web UI's address in the readiness line")
+        .to_string()
 }
 
 pub fn submit(node: &Node, args: &[&str]) -> Command {

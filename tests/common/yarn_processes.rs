@@ -20,6 +20,8 @@ pub struct Yarn {
     pub addr: String,
     /// The RM's actor endpoint, where NodeManagers join.
     pub tracker: String,
+    /// The RM's web app (`host:port` of its REST API and UI).
+    pub web: String,
     pub logs: tempfile::TempDir,
     /// The NodeManagers' local directory (containers' working directories). Each cluster
     /// has its own: two ResourceManagers started in the same millisecond give the same
@@ -59,6 +61,7 @@ impl Yarn {
         let mut rm = Command::new(BIN)
             .args(["resourcemanager", "--config-dir", &config_dir()])
             .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"])
+            .args(["--conf", "yarn.resourcemanager.webapp.address=127.0.0.1:0"])
             .args([
                 "--conf",
                 "yarn.resourcemanager.resource-tracker.address=127.0.0.1:0",
@@ -79,11 +82,13 @@ impl Yarn {
             .map(|w| w.trim_end_matches([';', ',']))
             .collect();
         let (addr, tracker) = (addrs[0].to_string(), addrs[1].to_string());
+        let web = super::process::web_address(&ready);
         let mut yarn = Yarn {
             rm,
             nms: Vec::new(),
             addr,
             tracker,
+            web,
             logs,
             local,
             conf,
