@@ -425,6 +425,27 @@ impl TaskSchedulerImpl {
             .find(|t| t.stage_attempt() == stage_attempt_id)
     }
 
+    /// The active stage attempts' progress, by stage id (what Spark's AppStatusStore
+    /// answers the ConsoleProgressBar): every task set that is not a zombie, with its
+    /// finished and running tasks. Linear in the task sets, not in their tasks.
+    pub fn stage_progress(&self) -> Vec<super::console_progress_bar::StageProgress> {
+        let mut stages: Vec<_> = self
+            .managers
+            .values()
+            .filter(|m| !m.tsm.is_zombie())
+            .map(|m| super::console_progress_bar::StageProgress {
+                stage_id: m.tsm.stage_id(),
+                stage_attempt: m.tsm.stage_attempt(),
+                num_tasks: m.tsm.num_tasks() as u32,
+                completed: m.tsm.tasks_successful() as u32,
+                active: m.tsm.running_tasks() as u32,
+                submission_time_ms: m.tsm.submission_time_ms(),
+            })
+            .collect();
+        stages.sort_by_key(|s| (s.stage_id, s.stage_attempt));
+        stages
+    }
+
     /// Task sets still tracked (running or pending work).
     pub fn num_task_sets(&self) -> usize {
         self.managers.len()
