@@ -93,6 +93,22 @@ pub fn terminal_width(columns: Option<&str>) -> usize {
     }
 }
 
+/// Spark's YarnAllocator reports this constant progress in every Allocate; sparkyard's AM
+/// reports it while no stage runs.
+pub const YARN_IDLE_PROGRESS: f32 = 0.1;
+
+/// The progress a cluster-mode AM reports to YARN (a departure: Spark reports 0.1 always):
+/// the finished share of the active stages' tasks, 0 to 1; [`YARN_IDLE_PROGRESS`] while no
+/// stage runs.
+pub fn application_progress(stages: &[StageProgress]) -> f32 {
+    let total: u64 = stages.iter().map(|s| s.num_tasks as u64).sum();
+    if total == 0 {
+        return YARN_IDLE_PROGRESS;
+    }
+    let done: u64 = stages.iter().map(|s| s.completed.min(s.num_tasks) as u64).sum();
+    (done as f64 / total as f64) as f32
+}
+
 /// Draws `stages` (already chosen: at most [`MAX_STAGES`]) side by side in `width`
 /// columns, as Spark's `show` does: each stage gets `width / n` columns for
 /// `[Stage <id>:` + bar + `(<finished> + <running>) / <total>]`; the bar is `=` up to the
@@ -120,6 +136,35 @@ pub fn render(width: usize, stages: &[StageProgress]) -> String {
         }
         line.push_str(&tailer);
     }
+    line
+}
+
+/// Cluster mode's line for an application's progress from its YARN reports (the submitting
+/// terminal has no stages to show: the driver runs in the AM's container), in the bar's
+/// style: `[application_..._0001:=========>              (25%)]` in `width` columns;
+/// `progress` is the report's, 0 to 1.
+pub fn render_application_progress(width: usize, app_id: &str, progress: f32) -> String {
+    let progress = if progress.is_finite() {
+        progress.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let percent = (progress * 100.0).floor() as usize;
+    let header = format!("[{app_id}:");
+    let tailer = format!("({percent}%)]");
+    let room = width.saturating_sub(header.len() + tailer.len());
+    let mut line = header;
+    if room > 0 {
+        let done = ((room as f64) * progress as f64).floor() as usize;
+        for i in 0..room {
+            line.push(match i.cmp(&done) {
+                std::cmp::Ordering::Less => '=',
+                std::cmp::Ordering::Equal => '>',
+                std::cmp::Ordering::Greater => ' ',
+            });
+        }
+    }
+    line.push_str(&tailer);
     line
 }
 
@@ -366,6 +411,33 @@ mod tests {
         // 20 columns for a stage of 1000 tasks: no room, header and tailer only.
         let narrow = render(40, &[stage(7, 1000, 5, 3, 0), stage(8, 1000, 0, 0, 0)]);
         assert_eq!(narrow, "[Stage 7:(5 + 3) / 1000][Stage 8:(0 + 0) / 1000]");
+    }
+
+    #[test]
+    fn the_am_reports_the_finished_share_of_the_active_stages() {
+        assert_eq!(application_progress(&[]), YARN_IDLE_PROGRESS);
+        assert_eq!(application_progress(&[stage(0, 40, 10, 2, 0)]), 0.25);
+        assert_eq!(
+            application_progress(&[stage(0, 10, 10, 0, 0), stage(1, 30, 0, 2, 0)]),
+            0.25
+        );
+    }
+
+    #[test]
+    fn an_application_s_progress_line_fills_the_width() {
+        let app = "application_1795708687213_0001";
+        let line = render_application_progress(80, app, 0.25);
+        assert_eq!(line.len(), 80);
+        assert!(line.starts_with(&format!("[{app}:")), "{line}");
+        assert!(line.ends_with("(25%)]"), "{line}");
+        let bar = &line[app.len() + 2..line.len() - 6];
+        let done = bar.len() / 4;
+        assert_eq!(&bar[..=done], &format!("{}>", "=".repeat(done)));
+        assert!(render_application_progress(80, app, 1.0).ends_with("=(100%)]"));
+        assert_eq!(
+            render_application_progress(20, app, f32::NAN),
+            format!("[{app}:(0%)]")
+        );
     }
 
     #[test]

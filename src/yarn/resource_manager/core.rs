@@ -281,6 +281,7 @@ impl RMApp {
             start_time: self.start_time,
             finish_time: self.finish_time,
             am_container: cur.and_then(|a| a.am_container.as_ref().map(|c| c.id)),
+            progress: cur.map(|a| a.progress).unwrap_or(0.0),
         }
     }
     /// Its listing (GetApplications): report, progress and attempts, oldest first.
