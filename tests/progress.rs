@@ -2,7 +2,8 @@
 //! client mode with `spark.ui.showConsoleProgress=true` and stderr on a terminal shows
 //! `[Stage 0:===>   (n + m) / 40]` advancing and erases it when the job ends; with stderr
 //! a file there is no bar; without the setting there is none either (Spark's default in
-//! spark-submit).
+//! spark-submit). In cluster mode, `submit` on a terminal draws the application's progress
+//! from its YARN reports (the AM reports its stages' finished share).
 //!
 //! Each run waits for the terminal text it checks or for the process's end, bounded; the
 //! terminal is read on a thread as the process writes it.
@@ -225,6 +226,76 @@ fn no_bar_when_stderr_is_a_file_or_the_setting_is_off() {
     let code = wait_exit_within(&mut child, RUN_BOUND);
     assert_eq!(code, 0, "{text}");
     assert!(!text.contains("[Stage"), "{text}");
+}
+
+#[test]
+fn cluster_mode_submit_on_a_terminal_shows_the_application_s_progress_from_its_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (master, slave) = pty();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["submit", "--config-dir", &config_dir()])
+        .args(["--log-dir", dir.path().to_str().unwrap()])
+        .args(["--deploy-mode", "cluster"])
+        .args(["--conf", "spark.yarn.report.interval=100ms"])
+        .args(["--conf", "spark.yarn.scheduler.heartbeat.interval-ms=100"])
+        .args(["--class", "sparkyard.examples.SleepTasks", "x.jar"])
+        .args(["--tasks", "40", "--ms", "150"])
+        .env_remove("RUST_LOG")
+        .env("RUST_BACKTRACE", "0")
+        .env("COLUMNS", "80")
+        .stdin(Stdio::null());
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    let rx = terminal_chunks(master);
+    let re = regex::Regex::new(r"\r(\[application_\d+_\d+:[=> ]*\((\d+)%\)\])\r").unwrap();
+    let deadline = Instant::now() + RUN_BOUND;
+    let mut text = String::new();
+    // Until two different percentages have been drawn, one of them strictly between Spark's
+    // constant 10% and 100% (the AM reports its stages' finished share), bounded.
+    loop {
+        let mut percents: Vec<u32> = re.captures_iter(&text).map(|c| c[2].parse().unwrap()).collect();
+        let midway = percents.iter().any(|p| (11..100).contains(p));
+        percents.dedup();
+        if percents.len() >= 2 && midway {
+            break;
+        }
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(chunk) => text.push_str(&chunk),
+            Err(e) => {
+                let _ = child.kill();
+                panic!("no moving progress line ({e:?}); the terminal showed:\n{text:?}")
+            }
+        }
+    }
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(chunk) => text.push_str(&chunk),
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                panic!("the run did not end within {RUN_BOUND:?}:\n{text:?}")
+            }
+        }
+    }
+    let code = wait_exit_within(&mut child, RUN_BOUND);
+    assert_eq!(code, 0, "{text}");
+    let drawn: Vec<&str> = re
+        .captures_iter(&text)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert!(drawn.iter().all(|d| d.len() == 80), "{drawn:?}");
+    let percents: Vec<u32> = re.captures_iter(&text).map(|c| c[2].parse().unwrap()).collect();
+    assert!(percents.iter().all(|p| *p <= 100), "{percents:?}");
+    // Erased at the end, before the final report.
+    let erase = format!("\r{}\r", " ".repeat(80));
+    let last = text.rfind("[application_").unwrap();
+    assert!(text.rfind(&erase).is_some_and(|at| at > last), "{text:?}");
+    // The driver's own bar is not drawn in cluster mode (no stage line on this terminal).
+    assert!(!text.contains("[Stage"), "{text:?}");
 }
 
 /// Every log file's text under `dir`.
