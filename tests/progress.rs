@@ -238,6 +238,8 @@ fn cluster_mode_submit_on_a_terminal_shows_the_application_s_progress_from_its_r
         .args(["--deploy-mode", "cluster"])
         .args(["--conf", "spark.yarn.report.interval=100ms"])
         .args(["--conf", "spark.yarn.scheduler.heartbeat.interval-ms=100"])
+        // On, but the driver is in the AM's container: no stage bar on this terminal.
+        .args(["--conf", "spark.ui.showConsoleProgress=true"])
         .args(["--class", "sparkyard.examples.SleepTasks", "x.jar"])
         .args(["--tasks", "40", "--ms", "150"])
         .env_remove("RUST_LOG")
@@ -296,6 +298,27 @@ fn cluster_mode_submit_on_a_terminal_shows_the_application_s_progress_from_its_r
     assert!(text.rfind(&erase).is_some_and(|at| at > last), "{text:?}");
     // The driver's own bar is not drawn in cluster mode (no stage line on this terminal).
     assert!(!text.contains("[Stage"), "{text:?}");
+}
+
+#[test]
+fn a_bad_progress_setting_is_one_line_naming_it_and_exit_1() {
+    for (conf, key) in [
+        (
+            "spark.ui.consoleProgress.update.interval=0",
+            "spark.ui.consoleProgress.update.interval",
+        ),
+        (
+            "spark.ui.showConsoleProgress=maybe",
+            "spark.ui.showConsoleProgress",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = common::process::run_to_end(submit(dir.path(), &[conf]));
+        assert_eq!(out.code, 1, "{conf}: {}", out.stderr);
+        let lines: Vec<&str> = out.stderr.lines().filter(|l| l.contains(key)).collect();
+        assert_eq!(lines.len(), 1, "{conf}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    }
 }
 
 /// Every log file's text under `dir`.
