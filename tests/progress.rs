@@ -180,6 +180,42 @@ fn a_40_task_job_on_a_terminal_shows_the_bar_advancing_then_erases_it() {
 }
 
 #[test]
+fn a_killed_bar_restarts_draws_on_and_still_erases_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (master, slave) = pty();
+    let mut cmd = submit(
+        dir.path(),
+        &[
+            "spark.ui.showConsoleProgress=true",
+            "spark.sparkyard.chaos.plan=*/driver/console-progress-bar@10:panic",
+        ],
+    );
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    let (text, code) = watch(child, terminal_chunks(master));
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("killed (panic) /submit/driver/console-progress-bar"),
+        "the kill was not carried out:\n{text}"
+    );
+    // Where it happened (the report of the plan comes at the end).
+    let killed = text
+        .find("fault injection: panic /submit/driver/console-progress-bar")
+        .unwrap_or_else(|| panic!("no record of the kill:\n{text}"));
+    // The next incarnation draws again (the job goes on past the 10th task) ...
+    let after = counts(&text[killed..]);
+    assert!(after.iter().any(|(done, _)| *done > 10), "{after:?}\n{text:?}");
+    // ... and erases the line its predecessor's kept state says is drawn.
+    let erase = format!("\r{}\r", " ".repeat(80));
+    let last_bar = text.rfind("[Stage 0:").unwrap();
+    assert!(text.rfind(&erase).is_some_and(|at| at > last_bar), "{text:?}");
+}
+
+#[test]
 fn no_bar_when_stderr_is_a_file_or_the_setting_is_off() {
     // stderr a file, the setting on: no bar.
     let dir = tempfile::tempdir().unwrap();
