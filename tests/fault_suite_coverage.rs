@@ -42,6 +42,10 @@ const NOT_KILLED: &[(&str, &str)] = &[
         "only in `sparkyard node`; the controls run through it",
     ),
     ("The", "the TaskSchedulerImpl is not an actor"),
+    (
+        "ConsoleProgressBar",
+        "it runs only with stderr a terminal; tests/progress.rs kills it on a pseudo-terminal",
+    ),
 ];
 
 #[test]

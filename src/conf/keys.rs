@@ -436,6 +436,16 @@ keys! {
             .check(at_least_one, "must be at least 1")
             .alternatives(&["spark.scheduler.listenerbus.eventqueue.size"]);
 
+    /// Show the ConsoleProgressBar on the driver's console (client mode, stderr a
+    /// terminal). False unless set, as in spark-submit (Spark turns it on only for shells).
+    UI_SHOW_CONSOLE_PROGRESS: BoolEntry =
+        ConfEntry::new("spark.ui.showConsoleProgress", BoolKind, "false");
+
+    /// How often the console progress bar is redrawn. Bare numbers are milliseconds.
+    UI_CONSOLE_PROGRESS_UPDATE_INTERVAL: TimeEntry =
+        ConfEntry::new("spark.ui.consoleProgress.update.interval", MS, "200ms")
+            .check(positive_time, "must be greater than 0");
+
     /// Default number of partitions of shuffles; unset means max(total executor cores, 2).
     DEFAULT_PARALLELISM: OptU32Entry =
         OptEntry::new("spark.default.parallelism", IntKind::new(), "(max(total cores, 2))")

@@ -13,7 +13,9 @@
 //!   `spark.speculation.interval`;
 //! - `executor-allocation-manager` (with `spark.dynamicAllocation.enabled=true`): the
 //!   ExecutorAllocationManager's schedule loop;
-//! - `barrier-coordinator` (BarrierCoordinator): the global sync of barrier tasks.
+//! - `barrier-coordinator` (BarrierCoordinator): the global sync of barrier tasks;
+//! - `console-progress-bar` (ConsoleProgressBar, with `spark.ui.showConsoleProgress=true`
+//!   in client mode when stderr is a terminal): the stages' progress on the console.
 //!
 //! The bus starts with the driver's own listeners: the HeartbeatReceiver's, the
 //! BarrierCoordinator's and, with dynamic allocation, the ExecutorAllocationManager's (its
@@ -39,6 +41,9 @@ use crate::runtime::{
 };
 use crate::scheduler::barrier_coordinator::{
     BarrierCoordinator, BarrierCoordinatorListener, BarrierEpochs, BARRIER_COORDINATOR_SEGMENT,
+};
+use crate::scheduler::console_progress_bar::{
+    terminal_width, ConsoleProgressBar, ProgressBarCore, ProgressBarSettings,
 };
 use crate::scheduler::dag_scheduler::DagSchedulerProtocol;
 use crate::scheduler::dag_scheduler::{DAGScheduler, DagInbox, DagState};
@@ -69,6 +74,41 @@ use crate::scheduler::yarn_scheduler_endpoint::YarnSchedulerEndpoint;
 /// The driver supervisor's path segment.
 pub const DRIVER_SEGMENT: &str = "driver";
 
+/// The console progress bar's path segment under the driver.
+pub const CONSOLE_PROGRESS_BAR_SEGMENT: &str = "console-progress-bar";
+
+/// Whether the driver shows the ConsoleProgressBar, and with what settings: with
+/// `spark.ui.showConsoleProgress=true`, in client mode (in cluster mode the driver's stderr
+/// is its container's log), when stderr is a terminal. `columns` is `COLUMNS`.
+pub fn progress_bar_settings(
+    conf: &SparkConf,
+    client_mode: bool,
+    stderr_is_terminal: bool,
+    columns: Option<&str>,
+) -> Option<ProgressBarSettings> {
+    if !conf.get(&conf::UI_SHOW_CONSOLE_PROGRESS).unwrap_or(false) {
+        return None;
+    }
+    if !client_mode {
+        tracing::info!(
+            "spark.ui.showConsoleProgress=true: no console progress bar in cluster mode (the driver's stderr is its container's log)"
+        );
+        return None;
+    }
+    if !stderr_is_terminal {
+        tracing::info!(
+            "spark.ui.showConsoleProgress=true: no console progress bar, stderr is not a terminal"
+        );
+        return None;
+    }
+    Some(ProgressBarSettings {
+        update_interval: conf
+            .get(&conf::UI_CONSOLE_PROGRESS_UPDATE_INTERVAL)
+            .unwrap_or(Duration::from_millis(200)),
+        width: terminal_width(columns),
+    })
+}
+
 /// The speculation timer's path segment under the driver.
 pub const SPECULATION_TIMER_SEGMENT: &str = "speculation-timer";
 
@@ -86,6 +126,7 @@ pub struct DriverPaths {
     pub speculation_timer: ActorPath,
     pub executor_allocation_manager: ActorPath,
     pub barrier_coordinator: ActorPath,
+    pub console_progress_bar: ActorPath,
 }
 
 impl DriverPaths {
@@ -106,6 +147,7 @@ impl DriverPaths {
             speculation_timer: child(SPECULATION_TIMER_SEGMENT),
             executor_allocation_manager: child(EXECUTOR_ALLOCATION_MANAGER_SEGMENT),
             barrier_coordinator: child(BARRIER_COORDINATOR_SEGMENT),
+            console_progress_bar: child(CONSOLE_PROGRESS_BAR_SEGMENT),
             driver,
         }
     }
@@ -169,11 +211,12 @@ fn rack_resolver(conf: &SparkConf) -> RackResolver {
 }
 
 /// The child spec of the driver supervisor, and the handle the SparkContext posts its own
-/// listener events through.
+/// listener events through. With `progress_bar`, the driver has a ConsoleProgressBar.
 pub fn driver_spec(
     conf: &Arc<SparkConf>,
     paths: &DriverPaths,
     cluster: &Cluster,
+    progress_bar: Option<ProgressBarSettings>,
 ) -> (ChildSpec, ListenerBusRef) {
     let supervision = crate::conf::supervision(conf).unwrap_or_default();
     let ask_timeout = conf
@@ -256,6 +299,7 @@ pub fn driver_spec(
         )));
     }
     let bus_state = Kept::new(BusState::with_listeners(listeners));
+    let progress_core = progress_bar.map(|s| Kept::new(ProgressBarCore::new(s.width)));
     let am = Kept::new(None);
     let (conf, paths) = (conf.clone(), paths.clone());
     let spec = ChildSpec::supervisor(DRIVER_SEGMENT, move || {
@@ -309,6 +353,12 @@ pub fn driver_spec(
         spec = spec.child(ChildSpec::worker(BARRIER_COORDINATOR_SEGMENT, move |_, me| {
             BarrierCoordinator::new(me, epochs.clone(), barrier_timeout)
         }));
+        if let (Some(settings), Some(core)) = (progress_bar, &progress_core) {
+            let (core, de7) = (core.clone(), paths.driver_endpoint.clone());
+            spec = spec.child(ChildSpec::worker(CONSOLE_PROGRESS_BAR_SEGMENT, move |_, me| {
+                ConsoleProgressBar::new(me, core.clone(), de7.clone(), settings)
+            }));
+        }
         if let (Some(core), Some(inbox)) = (&allocation_core, &allocation) {
             let (core, inbox, de6) = (core.clone(), inbox.clone(), paths.driver_endpoint.clone());
             spec = spec.child(ChildSpec::worker(

@@ -19,6 +19,7 @@ use crate::rdd::{Lineage, RddId, ResultFunc, ShuffleId, Value};
 use crate::rpc::{AskError, EndpointRef};
 use crate::runtime::blocking::block_on;
 use crate::runtime::{ActorPath, CancelToken, Cluster};
+use crate::scheduler::console_progress_bar::{ConsoleProgressBarProtocol, FinishAll};
 use crate::scheduler::dag_scheduler::DagSchedulerProtocol;
 use crate::scheduler::dag_scheduler::{CancelJobs, SubmitJob};
 use crate::scheduler::messages::DriverProtocol;
@@ -41,6 +42,8 @@ pub struct DriverJobRunner {
     next_rdd_id: AtomicU32,
     next_shuffle_id: AtomicU32,
     bound: Duration,
+    /// The console progress bar, told when each job ends.
+    progress_bar: Option<ActorPath>,
 }
 
 impl DriverJobRunner {
@@ -64,7 +67,27 @@ impl DriverJobRunner {
             next_rdd_id: AtomicU32::new(0),
             next_shuffle_id: AtomicU32::new(0),
             bound,
+            progress_bar: None,
         }
+    }
+
+    /// Tells `progress_bar` (the ConsoleProgressBar) when each job ends.
+    pub fn with_progress_bar(mut self, progress_bar: Option<ActorPath>) -> Self {
+        self.progress_bar = progress_bar;
+        self
+    }
+
+    /// SparkContext.runJob's `progressBar.foreach(_.finishAll())`: the bar is erased before
+    /// the job's result (or its failure) is used; bounded by a second (the bar restarting or
+    /// gone is no reason to hold the job's result back).
+    fn finish_progress_bar(&self) {
+        let Some(bar) = &self.progress_bar else { return };
+        let bound = Duration::from_secs(1);
+        let ask = self
+            .cluster
+            .endpoint::<ConsoleProgressBarProtocol>(bar)
+            .ask(FinishAll, bound);
+        let _ = block_on(&self.cluster, ask, bound);
     }
 
     fn dag(&self) -> EndpointRef<DagSchedulerProtocol> {
@@ -117,6 +140,21 @@ impl JobRunner for DriverJobRunner {
     }
 
     fn run_job(
+        &self,
+        lineage: &Lineage,
+        rdd: RddId,
+        partitions: &[u32],
+        func: &ResultFunc,
+        call_site: &str,
+    ) -> Result<Vec<Value>, JobError> {
+        let result = self.run_job_to_end(lineage, rdd, partitions, func, call_site);
+        self.finish_progress_bar();
+        result
+    }
+}
+
+impl DriverJobRunner {
+    fn run_job_to_end(
         &self,
         lineage: &Lineage,
         rdd: RddId,

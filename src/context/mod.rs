@@ -24,7 +24,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 pub use applications::Applications;
-pub use driver::{driver_spec, stop_driver, task_scheduler_config, DriverPaths, DRIVER_SEGMENT};
+pub use driver::{
+    driver_spec, progress_bar_settings, stop_driver, task_scheduler_config, DriverPaths, DRIVER_SEGMENT,
+};
 pub use jobs::DriverJobRunner;
 
 use crate::conf::{self, SparkConf};
@@ -247,7 +249,13 @@ impl SparkContext {
             DriverMode::Cluster { parent, .. } | DriverMode::Client { parent, .. } => parent.clone(),
         };
         let paths = DriverPaths::under(&parent);
-        let (spec, bus) = driver_spec(&conf, &paths, &env.cluster);
+        let progress_bar = progress_bar_settings(
+            &conf,
+            matches!(env.mode, DriverMode::Client { .. }),
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var("COLUMNS").ok().as_deref(),
+        );
+        let (spec, bus) = driver_spec(&conf, &paths, &env.cluster, progress_bar);
         let start_time = env.cluster.clock().epoch_millis();
         let sup = env.cluster.endpoint::<SupervisorProtocol>(&parent);
         let started = block_on(&env.cluster, sup.ask(StartChild(spec), bound), bound)
@@ -288,15 +296,18 @@ impl SparkContext {
         };
         // As SparkContext's constructor does when it fails: stop what was started.
         let app_id = initialized.inspect_err(|_| core.stop())?;
-        let runner = Arc::new(DriverJobRunner::new(
-            env.cluster.clone(),
-            conf.clone(),
-            paths.dag_scheduler.clone(),
-            paths.driver_endpoint.clone(),
-            core.stop.clone(),
-            &env.class_name,
-            bound,
-        ));
+        let runner = Arc::new(
+            DriverJobRunner::new(
+                env.cluster.clone(),
+                conf.clone(),
+                paths.dag_scheduler.clone(),
+                paths.driver_endpoint.clone(),
+                core.stop.clone(),
+                &env.class_name,
+                bound,
+            )
+            .with_progress_bar(progress_bar.map(|_| paths.console_progress_bar.clone())),
+        );
         let sc = SparkContext {
             core,
             app_id,

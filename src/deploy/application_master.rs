@@ -390,7 +390,12 @@ impl ApplicationMaster {
                 .map(|p| ActorPath::from_trusted(format!("{p}/driver-endpoint"))),
         }
         .unwrap_or_else(|| driver_yse.clone());
-        let config = AllocatorConfig::from_conf(&conf, attempt, &self.ctx.container.node, driver_endpoint);
+        let mut config =
+            AllocatorConfig::from_conf(&conf, attempt, &self.ctx.container.node, driver_endpoint.clone());
+        // Cluster mode: the driver is in this process; its stages' progress goes to YARN.
+        if matches!(self.ctx.mode, AmMode::Cluster) && self.driver.is_some() {
+            config.driver_progress = Some(driver_endpoint);
+        }
         let launcher_threads = conf.get(&conf::CONTAINER_LAUNCH_MAX_THREADS).unwrap_or(25) as usize;
         let timeout = self.ask_timeout;
         let shutdown = Duration::from_secs(1).max(supervision.shutdown_timeout);

@@ -40,6 +40,7 @@ use crate::conf::{self, SparkConf};
 use crate::deploy::spark_submit::SubmitProtocol;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, ExitReason, Kept, Me};
+use crate::scheduler::console_progress_bar::{render_application_progress, terminal_width};
 use crate::yarn::acls::{AclsManager, ApplicationAccessType, Caller};
 use crate::yarn::client_service;
 use crate::yarn::protocol::*;
@@ -380,7 +381,7 @@ pub struct ClientArgs {
 }
 
 /// How a followed application ended (Spark's verdict is `Err` with its message).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClientOutcome {
     pub app_id: ApplicationId,
     pub report: Option<ApplicationReport>,
@@ -640,6 +641,67 @@ pub async fn monitor_application(
     interval: Duration,
     once: bool,
 ) -> ApplicationReport {
+    monitor(rm, app_id, interval, once, &mut None).await
+}
+
+/// Cluster mode's progress line on the submitting terminal: after each report of a RUNNING
+/// application, its progress (what its AM said in its last Allocate) drawn in the console
+/// progress bar's style, `\r<line>\r`, so the next log line writes over it; erased when
+/// the application ends.
+struct ReportProgressLine {
+    width: usize,
+    drawn: bool,
+    announced: bool,
+}
+
+impl ReportProgressLine {
+    fn new(width: usize) -> Self {
+        ReportProgressLine {
+            width,
+            drawn: false,
+            announced: false,
+        }
+    }
+
+    fn write(text: &str) {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    fn show(&mut self, r: &ApplicationReport) {
+        if r.state != YarnApplicationState::Running {
+            return;
+        }
+        if !self.announced {
+            self.announced = true;
+            tracing::info!(
+                app_id = %r.app_id,
+                width = self.width as u64,
+                "Showing the progress of {} from its reports on the terminal",
+                r.app_id
+            );
+        }
+        let line = render_application_progress(self.width, &r.app_id.to_string(), r.progress);
+        Self::write(&format!("\r{line}\r"));
+        self.drawn = true;
+    }
+
+    fn clear(&mut self) {
+        if std::mem::take(&mut self.drawn) {
+            Self::write(&format!("\r{}\r", " ".repeat(self.width)));
+        }
+    }
+}
+
+async fn monitor(
+    rm: &RmConnection,
+    app_id: ApplicationId,
+    interval: Duration,
+    once: bool,
+    progress: &mut Option<ReportProgressLine>,
+) -> ApplicationReport {
     let mut last: Option<(YarnApplicationState, FinalApplicationStatus)> = None;
     // Since when the RM has refused reports (a stopping RM answers its waiting reports with
     // an error; its next incarnation answers them again).
@@ -695,6 +757,9 @@ pub async fn monitor_application(
         if once || report.state.is_final() {
             return report;
         }
+        if let Some(line) = progress.as_mut() {
+            line.show(&report);
+        }
         last = Some(key);
     }
 }
@@ -721,6 +786,7 @@ fn synthetic(
         start_time: 0,
         finish_time: 0,
         am_container: None,
+        progress: 0.0,
     }
 }
 
@@ -752,7 +818,14 @@ pub async fn follow_application(
     let conf = &args.conf;
     let interval = conf.get(&conf::REPORT_INTERVAL).unwrap_or(Duration::from_secs(1));
     let fire_and_forget = !conf.get(&conf::WAIT_FOR_APP_COMPLETION).unwrap_or(true);
-    let report = monitor_application(rm, app_id, interval, fire_and_forget).await;
+    // Cluster mode on a terminal: the application's progress under its reports.
+    let stderr_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut progress = (args.client_mode_driver.is_none() && !fire_and_forget && stderr_is_terminal)
+        .then(|| ReportProgressLine::new(terminal_width(std::env::var("COLUMNS").ok().as_deref())));
+    let report = monitor(rm, app_id, interval, fire_and_forget, &mut progress).await;
+    if let Some(line) = progress.as_mut() {
+        line.clear();
+    }
     let verdict = if fire_and_forget {
         if matches!(
             report.state,

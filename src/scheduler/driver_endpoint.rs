@@ -44,6 +44,7 @@ use std::time::Duration;
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult, SpawnHandle, WrapFuture};
 use serde::Serialize;
 
+use super::console_progress_bar::GetStageProgress;
 use super::dag_scheduler::DagEventSender;
 use super::events::{SparkListenerEvent, TaskEndReason};
 use super::listener_bus::ListenerBusRef;
@@ -1047,6 +1048,15 @@ impl Handler<CheckSpeculatableTasks> for DriverEndpoint {
     }
 }
 
+impl Handler<GetStageProgress> for DriverEndpoint {
+    type Result = MessageResult<GetStageProgress>;
+
+    /// The console progress bar's sample: the active stage attempts' task counts.
+    fn handle(&mut self, _: GetStageProgress, _: &mut Context<Self>) -> MessageResult<GetStageProgress> {
+        MessageResult(self.task_scheduler.lock().stage_progress())
+    }
+}
+
 impl Handler<KillTask> for DriverEndpoint {
     type Result = ();
 
@@ -1438,8 +1448,9 @@ pub type TaskSchedulerWake = WakeInbox<TaskSchedulerCommand>;
 crate::protocol! {
     /// What the TaskSchedulerImpl (the DriverEndpoint's alone) is asked in its process: the
     /// wake of its inbox of commands (task sets, kills, cancels posted by the DAGScheduler,
-    /// which survive a restart of the endpoint) and the speculation timer's tick.
-    pub TaskSchedulerProtocol { TaskSchedulerWake, CheckSpeculatableTasks }
+    /// which survive a restart of the endpoint), the speculation timer's tick and the
+    /// console progress bar's sample of the active stages.
+    pub TaskSchedulerProtocol { TaskSchedulerWake, CheckSpeculatableTasks, GetStageProgress }
 }
 
 crate::speaks!(DriverEndpoint: DriverProtocol, TaskSchedulerProtocol);

@@ -7,6 +7,7 @@
 
 pub mod backend_utils;
 pub mod barrier_coordinator;
+pub mod console_progress_bar;
 pub mod dag_scheduler;
 pub mod driver_endpoint;
 pub mod event_log;

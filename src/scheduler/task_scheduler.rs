@@ -425,6 +425,27 @@ impl TaskSchedulerImpl {
             .find(|t| t.stage_attempt() == stage_attempt_id)
     }
 
+    /// The active stage attempts' progress, by stage id (what Spark's AppStatusStore
+    /// answers the ConsoleProgressBar): every task set that is not a zombie, with its
+    /// finished and running tasks. Linear in the task sets, not in their tasks.
+    pub fn stage_progress(&self) -> Vec<super::console_progress_bar::StageProgress> {
+        let mut stages: Vec<_> = self
+            .managers
+            .values()
+            .filter(|m| !m.tsm.is_zombie())
+            .map(|m| super::console_progress_bar::StageProgress {
+                stage_id: m.tsm.stage_id(),
+                stage_attempt: m.tsm.stage_attempt(),
+                num_tasks: m.tsm.num_tasks() as u32,
+                completed: m.tsm.tasks_successful() as u32,
+                active: m.tsm.running_tasks() as u32,
+                submission_time_ms: m.tsm.submission_time_ms(),
+            })
+            .collect();
+        stages.sort_by_key(|s| (s.stage_id, s.stage_attempt));
+        stages
+    }
+
     /// Task sets still tracked (running or pending work).
     pub fn num_task_sets(&self) -> usize {
         self.managers.len()
@@ -1364,6 +1385,51 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn stage_progress_counts_finished_and_running_tasks_of_active_sets_by_stage() {
+        use crate::scheduler::console_progress_bar::StageProgress;
+        let mut s = sched(TaskSchedulerConfig::default());
+        assert_eq!(s.stage_progress(), vec![]);
+        s.submit_tasks(task_set(2, 0, 0, no_pref(4), false), 100);
+        s.submit_tasks(task_set(1, 0, 0, no_pref(3), true), 150);
+        let launched = s.resource_offers(&[offer("1", "h1", 3)], true, 200);
+        assert_eq!(launched.len(), 3);
+        let stage1: Vec<u64> = launched
+            .iter()
+            .filter(|t| t.stage_id == 1)
+            .map(|t| t.task_id)
+            .collect();
+        s.status_update(stage1[0], finished(1), 300);
+        let p = |stage_id, num_tasks, completed, active, at| StageProgress {
+            stage_id,
+            stage_attempt: 0,
+            num_tasks,
+            completed,
+            active,
+            submission_time_ms: at,
+        };
+        let running1 = stage1.len() as u32 - 1;
+        let running2 = 3 - stage1.len() as u32;
+        assert_eq!(
+            s.stage_progress(),
+            vec![p(1, 3, 1, running1, 150), p(2, 4, 0, running2, 100)]
+        );
+        // A finished (zombie) set is no longer active.
+        let rest: Vec<u64> = stage1[1..].to_vec();
+        for t in rest {
+            s.status_update(t, finished(1), 400);
+        }
+        let more = s.resource_offers(&[offer("1", "h1", 3)], true, 450);
+        for t in more.iter().filter(|t| t.stage_id == 1) {
+            s.status_update(t.task_id, finished(1), 500);
+        }
+        assert!(
+            s.stage_progress().iter().all(|st| st.stage_id == 2),
+            "{:?}",
+            s.stage_progress()
+        );
     }
 
     #[test]

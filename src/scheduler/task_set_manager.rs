@@ -667,6 +667,8 @@ pub struct TaskSetManager {
 
     /// Pending-list entries and map keys looked at (for the bounded-work test).
     work: u64,
+    /// When the set was submitted (the stage attempt's submission time).
+    submitted_ms: u64,
 }
 
 impl TaskSetManager {
@@ -748,6 +750,7 @@ impl TaskSetManager {
             current_locality_index: 0,
             last_locality_wait_reset: now_ms,
             work: 0,
+            submitted_ms: now_ms,
         };
         for i in (0..num_tasks as u32).rev() {
             tsm.add_pending_task(i, false);
@@ -800,6 +803,11 @@ impl TaskSetManager {
 
     pub fn running_tasks(&self) -> usize {
         self.running.len()
+    }
+
+    /// When the set was submitted (milliseconds since the epoch).
+    pub fn submission_time_ms(&self) -> u64 {
+        self.submitted_ms
     }
 
     /// Running attempts, in task-id order.

@@ -200,6 +200,7 @@ async fn limit_unviewable(
             r.diagnostics = UNAVAILABLE.to_string();
             r.current_attempt = None;
             r.am_container = None;
+            r.progress = 0.0;
             l.progress = 0.0;
             l.attempts.clear();
         }

@@ -273,7 +273,7 @@ impl fmt::Display for FinalApplicationStatus {
 }
 
 /// What the ResourceManager says about an application (ApplicationReport).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ApplicationReport {
     pub app_id: ApplicationId,
     /// The current (latest) attempt, if one has started.
@@ -295,6 +295,10 @@ pub struct ApplicationReport {
     pub finish_time: u64,
     /// The AM container of the current attempt.
     pub am_container: Option<ContainerId>,
+    /// The current attempt's progress, 0 to 1: what its AM said in its last Allocate, 1
+    /// once it unregistered (ApplicationReport.getProgress).
+    #[serde(default)]
+    pub progress: f32,
 }
 
 /// How to start a container (ContainerLaunchContext). The command is an argument vector, as

@@ -54,6 +54,8 @@ use crate::deploy::reporter::ResetAllocatorInterval;
 use crate::deploy::resources::executor_memory;
 use crate::rpc::EndpointRef;
 use crate::runtime::{ActorPath, Kept, Me, Terminated};
+use crate::scheduler::console_progress_bar::{application_progress, GetStageProgress, YARN_IDLE_PROGRESS};
+use crate::scheduler::driver_endpoint::TaskSchedulerProtocol;
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::messages::YarnSchedulerProtocol;
 use crate::scheduler::messages::{
@@ -77,6 +79,9 @@ pub struct AllocatorConfig {
     /// The DriverEndpoint's path, given to executors as `--driver-url`.
     pub driver_url: ActorPath,
     pub executor_cores: u32,
+    /// In cluster mode, the DriverEndpoint in this process, asked for the stages' progress
+    /// that each Allocate reports (none: Spark's constant 0.1).
+    pub driver_progress: Option<ActorPath>,
 }
 
 impl AllocatorConfig {
@@ -129,6 +134,7 @@ impl AllocatorConfig {
             am_host: am_host.to_string(),
             driver_url,
             executor_cores: cores,
+            driver_progress: None,
         }
     }
 }
@@ -254,6 +260,10 @@ pub struct YarnAllocator {
     /// `spark.decommission.enabled` without an external shuffle service: executors on a
     /// node YARN decommissions are decommissioned.
     yarn_executor_decommission: bool,
+    /// The progress the next Allocate reports (see [`Self::sample_progress`]).
+    progress: f32,
+    /// A progress sample is out.
+    sampling_progress: bool,
 }
 
 fn emit(lines: Vec<LogLine>) {
@@ -305,7 +315,40 @@ impl YarnAllocator {
             timeout,
             launch_timeout: timeout.saturating_mul(2),
             yarn_executor_decommission,
+            progress: YARN_IDLE_PROGRESS,
+            sampling_progress: false,
         }
+    }
+
+    /// In cluster mode, asks the driver (in this process) for its stages' progress, for the
+    /// next Allocate: the finished share of the active stages' tasks (0.1 while none runs).
+    /// A heartbeat late, so an Allocate never waits for the driver.
+    fn sample_progress(&mut self, ctx: &mut Context<Self>) {
+        let Some(driver) = self.config.driver_progress.clone() else {
+            return;
+        };
+        if self.sampling_progress {
+            return;
+        }
+        self.sampling_progress = true;
+        let ask = self
+            .me
+            .endpoint::<TaskSchedulerProtocol>(&driver)
+            .ask(GetStageProgress, Duration::from_secs(1));
+        ctx.spawn(ask.into_actor(self).map(|answer, act, _| {
+            act.sampling_progress = false;
+            if let Ok(stages) = answer {
+                let progress = application_progress(&stages);
+                if progress != act.progress {
+                    tracing::debug!(
+                        progress = progress as f64,
+                        active_stages = stages.len() as u64,
+                        "Reporting progress {progress:.3} to the ResourceManager"
+                    );
+                }
+                act.progress = progress;
+            }
+        }));
     }
 
     /// handleNodesInDecommissioningState: each node newly reported DECOMMISSIONING (YARN
@@ -543,7 +586,8 @@ impl Actor for YarnAllocator {
 impl Handler<AllocateResources> for YarnAllocator {
     type Result = ResponseActFuture<Self, Result<AllocatorStatus, AllocateError>>;
 
-    fn handle(&mut self, _: AllocateResources, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: AllocateResources, ctx: &mut Context<Self>) -> Self::Result {
+        self.sample_progress(ctx);
         if self.kept.lock().state.is_none() {
             return Box::pin(actix::fut::ready(Err(AllocateError::NotReady)));
         }
@@ -576,7 +620,7 @@ impl Handler<AllocateResources> for YarnAllocator {
             Allocate {
                 attempt_id: self.config.attempt,
                 response_id: *response_id,
-                progress: 0.1,
+                progress: self.progress,
                 asks: st.pending_requests().to_vec(),
                 releases: to_release,
                 blacklist: st.excluded_nodes(now).into_iter().collect(),

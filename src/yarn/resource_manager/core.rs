@@ -281,6 +281,7 @@ impl RMApp {
             start_time: self.start_time,
             finish_time: self.finish_time,
             am_container: cur.and_then(|a| a.am_container.as_ref().map(|c| c.id)),
+            progress: cur.map(|a| a.progress).unwrap_or(0.0),
         }
     }
     /// Its listing (GetApplications): report, progress and attempts, oldest first.
@@ -2285,6 +2286,31 @@ mod tests {
         let (answer, fx) = rm.register_node(stray, NOW);
         assert!(answer.unwrap().lost.is_empty());
         assert_eq!(stops(&fx), vec![(am.id, StopRequester::ResourceManager)]);
+    }
+
+    #[test]
+    fn the_report_carries_the_am_s_last_progress() {
+        let mut rm = ResourceManagerCore::new(1, &config());
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (app, fx) = submit(&mut rm, "default", 1024);
+        let attempt_id = launches(&fx).remove(0).id.attempt;
+        assert_eq!(rm.report(&app).unwrap().1.progress, 0.0);
+        register_am(&mut rm, attempt_id);
+        let allocate = |response_id, progress| Allocate {
+            attempt_id,
+            response_id,
+            progress,
+            asks: Vec::new(),
+            releases: Vec::new(),
+            blacklist: Vec::new(),
+        };
+        rm.allocate(&allocate(0, 0.25), NOW).0.unwrap();
+        assert_eq!(rm.report(&app).unwrap().1.progress, 0.25);
+        // Out of range or not a number: clamped, or the last value kept.
+        rm.allocate(&allocate(1, 7.0), NOW).0.unwrap();
+        assert_eq!(rm.report(&app).unwrap().1.progress, 1.0);
+        rm.allocate(&allocate(2, f32::NAN), NOW).0.unwrap();
+        assert_eq!(rm.report(&app).unwrap().1.progress, 1.0);
     }
 
     #[test]
