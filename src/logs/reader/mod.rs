@@ -1335,6 +1335,7 @@ mod tests {
                 follow: true,
                 json: true,
                 supervision: false,
+                timeline: None,
             }
         );
         let help = <Cli as clap::CommandFactory>::command()
