@@ -777,3 +777,284 @@ impl TimelineBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const APP: &str = "application_1_0001";
+    const AM: &str = "/node/nm-host1/container_1_0001_01_000001/am";
+    const C2: &str = "container_1_0001_01_000002";
+
+    fn driver(msg: &str, extra: Value) -> Value {
+        let mut r = json!({"level": "INFO", "msg": msg, "cluster": "c1", "actor": format!("{AM}/driver/dag-scheduler"),
+            "actor_type": "DAGScheduler", "incarnation": 1, "app_id": APP, "attempt": 1,
+            "container_id": "container_1_0001_01_000001"});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    }
+
+    fn lifecycle(actor: &str, event: &str, incarnation: u64, reason: Option<&str>) -> Value {
+        let mut r = json!({"level": "INFO", "msg": format!("{event}"), "cluster": "c1", "actor": actor,
+            "actor_type": "CoarseGrainedExecutorBackend", "incarnation": incarnation, "event": event});
+        if let Some(reason) = reason {
+            r["reason"] = json!(reason);
+        }
+        r
+    }
+
+    fn start_task(tid: u64, exec: &str) -> Value {
+        driver(
+            &format!("Starting task {tid}.0 in stage 0.0 (TID {tid}) (host2, executor {exec}, partition {tid}, PROCESS_LOCAL, 900 bytes) taskResourceAssignments Map()"),
+            json!({"stage_id": 0, "stage_attempt": 0, "task_id": tid, "index": tid, "executor_id": exec, "host": "host2"}),
+        )
+    }
+
+    fn end_task(tid: u64, exec: &str, msg: &str) -> Value {
+        driver(
+            msg,
+            json!({"stage_id": 0, "stage_attempt": 0, "task_id": tid, "index": tid, "executor_id": exec, "host": "host2"}),
+        )
+    }
+
+    /// A run: executor 1 registers, job 0 with stage 0 runs three tasks (one succeeds, one is
+    /// lost with its executor, one killed), executor 1 is killed and its actor restarted.
+    fn run() -> Vec<(Value, i64)> {
+        let exec_actor = format!("/node/nm-host2/{C2}/executor-1");
+        vec![
+            (driver("Got job 0 (reduce at SparkPi) with 3 output partitions", json!({"job_id": 0})), 1_000),
+            (driver("Submitting 3 missing tasks from ResultStage 0 (MapPartitionsRDD[1] at map at SparkPi) (first 15 tasks are for partitions Vector(0, 1, 2))", json!({"job_id": 0, "stage_id": 0, "stage_attempt": 0})), 1_001),
+            (driver("Registered executor x (host2) with ID 1, ResourceProfileId 0", json!({"event": "executor_registered", "executor_id": "1", "host": "host2"})), 990),
+            (lifecycle(&exec_actor, "actor_started", 1, None), 980),
+            (json!({"msg": "Got assigned task 0", "cluster": "c1", "actor": exec_actor, "actor_type": "CoarseGrainedExecutorBackend",
+                "app_id": APP, "attempt": 1, "container_id": C2, "executor_id": "1", "task_id": 0}), 1_010),
+            (start_task(0, "1"), 1_005),
+            (start_task(1, "1"), 1_006),
+            (start_task(2, "1"), 1_007),
+            (end_task(0, "1", "Finished task 0.0 in stage 0.0 (TID 0) in 20 ms on host2 (executor 1) (1/3)"), 1_025),
+            (end_task(2, "1", "Lost task 2.0 in stage 0.0 (TID 2) (host2 executor 1): TaskKilled (another attempt succeeded)"), 1_030),
+            ({ let mut r = lifecycle(&exec_actor, "fault_injected", 1, None); r["msg"] = json!("fault injection: stop it"); r["by"] = json!("chaos"); r["container_id"] = json!(C2); r }, 1_040),
+            (lifecycle(&exec_actor, "actor_failed", 1, Some("killed by chaos")), 1_041),
+            (lifecycle(&exec_actor, "actor_restarted", 2, None), 1_050),
+            (driver("Removed executor 1 on host2: Container from a bad node", json!({"event": "executor_removed", "executor_id": "1", "reason": "Container from a bad node"})), 1_060),
+            (end_task(1, "1", "Lost task 1.0 in stage 0.0 (TID 1) (host2 executor 1): ExecutorLostFailure (executor 1 exited)"), 1_061),
+        ]
+    }
+
+    fn build(records: &[(Value, i64)]) -> Timeline {
+        let mut b = TimelineBuilder::new(APP);
+        for (r, at) in records {
+            b.push(r, *at);
+        }
+        b.timeline().clone()
+    }
+
+    #[test]
+    fn a_run_becomes_lanes_jobs_stages_bars_and_marks() {
+        let t = build(&run());
+        assert_eq!(t.start, 980);
+        assert_eq!(t.last, 1_061);
+        assert_eq!(t.end, None, "no final state recorded: the end is missing");
+        assert_eq!(t.executors.len(), 1);
+        let e = &t.executors[0];
+        assert_eq!(
+            (e.id.as_str(), e.host.as_str(), e.added, e.removed),
+            ("1", "host2", Some(990), Some(1_060))
+        );
+        assert_eq!(e.container_id.as_deref(), Some(C2));
+        assert_eq!(e.removed_reason.as_deref(), Some("Container from a bad node"));
+        assert_eq!(e.tasks, 3);
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(t.jobs[0].name, "reduce at SparkPi");
+        assert_eq!(t.jobs[0].outcome, Outcome::Running);
+        assert_eq!(t.stages.len(), 1);
+        assert_eq!(
+            (t.stages[0].name.as_str(), t.stages[0].tasks),
+            ("ResultStage 0", 3)
+        );
+        let outcomes: Vec<(u64, Outcome, Option<i64>)> =
+            t.tasks.iter().map(|b| (b.id, b.outcome, b.end)).collect();
+        assert_eq!(
+            outcomes,
+            [
+                (0, Outcome::Succeeded, Some(1_025)),
+                (1, Outcome::Failed, Some(1_061)),
+                (2, Outcome::Killed, Some(1_030))
+            ]
+        );
+        assert!(t.tasks[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("ExecutorLostFailure"));
+        // Marks in time order, the executor's own on its lane.
+        let marks: Vec<(MarkKind, i64, Option<&str>)> = t
+            .marks
+            .iter()
+            .map(|m| (m.kind, m.at, m.executor_id.as_deref()))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                (MarkKind::Kill, 1_040, Some("1")),
+                (MarkKind::Failure, 1_041, Some("1")),
+                (MarkKind::Restart, 1_050, Some("1")),
+                (MarkKind::ExecutorLost, 1_060, Some("1"))
+            ]
+        );
+        let kill = &t.marks[0];
+        assert_eq!(kill.actor, format!("/node/nm-host2/{C2}/executor-1"));
+        assert_eq!(kill.text, "fault injection: stop it (by chaos)");
+        assert_eq!(kill.incarnation, Some(1));
+    }
+
+    #[test]
+    fn restarts_and_incarnations_make_the_tree_in_any_order() {
+        let records = run();
+        let forward = build(&records);
+        let mut reversed = records.clone();
+        reversed.reverse();
+        let backward = build(&reversed);
+        assert_eq!(
+            forward.actors, backward.actors,
+            "the tree does not depend on reading order"
+        );
+        assert_eq!(forward.tasks.len(), 3);
+        let a = &forward.actors[0];
+        assert_eq!(a.path, format!("/node/nm-host2/{C2}/executor-1"));
+        assert_eq!((a.incarnation, a.restarts, a.failures, a.alive), (2, 1, 1, true));
+        assert_eq!(a.container_id.as_deref(), Some(C2));
+        assert_eq!(a.actor_type, "CoarseGrainedExecutorBackend");
+        // Its second incarnation stops normally: not a failure, not alive.
+        let mut more = records;
+        more.push((lifecycle(&a.path, "actor_stopped", 2, Some("shutdown")), 1_100));
+        let t = build(&more);
+        let a = &t.actors[0];
+        assert_eq!((a.incarnation, a.failures, a.alive), (2, 1, false));
+        assert_eq!(a.ended.as_deref(), Some("shutdown"));
+        // An abnormal stop is a failure and a mark.
+        more.push((
+            lifecycle("/node/rm", "actor_stopped", 1, Some("killed by x")),
+            1_101,
+        ));
+        let t = build(&more);
+        let rm = t.actors.iter().find(|a| a.path == "/node/rm").unwrap();
+        assert_eq!((rm.failures, rm.alive), (1, false));
+        assert!(t
+            .marks
+            .iter()
+            .any(|m| m.kind == MarkKind::Failure && m.actor == "/node/rm" && m.executor_id.is_none()));
+    }
+
+    #[test]
+    fn the_end_is_the_resource_managers_final_state() {
+        let mut records = run();
+        let rm = |msg: &str| json!({"msg": msg, "actor": "/node/rm", "actor_type": "ResourceManager", "app_id": APP, "level": "INFO"});
+        records.push((
+            rm("ApplicationMaster of appattempt_1_0001_000001 unregistered with final status SUCCEEDED"),
+            1_200,
+        ));
+        records.push((
+            rm("application_1_0001 State change from RUNNING to FINISHED on event = ATTEMPT_FINISHED"),
+            1_201,
+        ));
+        records.push((
+            driver(
+                "Job 0 finished: reduce at SparkPi, took 190.0 ms",
+                json!({"job_id": 0}),
+            ),
+            1_190,
+        ));
+        records.push((
+            driver(
+                "ResultStage 0 (reduce at SparkPi) finished in 0.188 s",
+                json!({"stage_id": 0, "stage_attempt": 0}),
+            ),
+            1_189,
+        ));
+        let t = build(&records);
+        assert_eq!(t.end, Some(1_201));
+        assert_eq!(t.final_state.as_deref(), Some("FINISHED"));
+        assert_eq!(t.final_status.as_deref(), Some("SUCCEEDED"));
+        assert_eq!(
+            (t.jobs[0].outcome, t.jobs[0].end),
+            (Outcome::Succeeded, Some(1_190))
+        );
+        assert_eq!(t.stages[0].outcome, Outcome::Succeeded);
+        assert_eq!(t.stages[0].name, "ResultStage 0 (reduce at SparkPi)");
+        // A failed attempt's warning from the RM is a mark; another app's state is not an end.
+        let mut other = run();
+        other.push((
+            json!({"msg": "application_1_0002 State change from RUNNING to FAILED on event = ATTEMPT_FAILED",
+            "actor_type": "ResourceManager", "app_id": "application_1_0002"}),
+            1_300,
+        ));
+        other.push((
+            json!({"msg": "AM container exited", "level": "WARN", "actor": "/node/rm",
+            "actor_type": "ResourceManager", "app_id": APP}),
+            1_301,
+        ));
+        let t = build(&other);
+        assert_eq!(t.end, None);
+        assert!(t
+            .marks
+            .iter()
+            .any(|m| m.kind == MarkKind::AttemptFailed && m.at == 1_301));
+    }
+
+    #[test]
+    fn attempts_keep_their_own_ids() {
+        let mut records = run();
+        let mut second = start_task(0, "1");
+        second["attempt"] = json!(2);
+        records.push((second, 2_000));
+        let t = build(&records);
+        assert_eq!(t.tasks.len(), 4);
+        assert_eq!(t.executors.len(), 2, "executor 1 of attempt 2 is another lane");
+        assert_eq!((t.executors[1].attempt, t.executors[1].id.as_str()), (2, "1"));
+        assert_eq!(t.tasks[3].outcome, Outcome::Running);
+    }
+
+    #[test]
+    fn task_bars_are_bounded_and_the_oldest_are_counted() {
+        let mut b = TimelineBuilder::new(APP);
+        let n = MAX_TASKS as u64 + MAX_TASKS as u64 / 5;
+        for tid in 0..n {
+            b.push(&start_task(tid, "1"), tid as i64);
+        }
+        // The newest bars are kept, the first one's end is ignored, the last one's is taken.
+        b.push(&end_task(0, "1", "Finished task 0.0"), n as i64);
+        b.push(&end_task(n - 1, "1", "Finished task 0.0"), n as i64);
+        let t = b.timeline();
+        assert!(t.tasks.len() <= MAX_TASKS + MAX_TASKS / 10);
+        assert_eq!(t.tasks.len() as u64 + t.tasks_dropped, n);
+        assert_eq!(
+            t.tasks.last().map(|b| (b.id, b.outcome)),
+            Some((n - 1, Outcome::Succeeded))
+        );
+        assert_eq!(t.tasks[0].id, t.tasks_dropped);
+        assert_eq!(t.executors[0].tasks, n);
+    }
+
+    #[test]
+    fn records_without_the_fields_change_nothing() {
+        let mut b = TimelineBuilder::new(APP);
+        for r in [
+            json!({}),
+            json!({"msg": 5, "task_id": "x", "index": []}),
+            json!({"event": "executor_registered"}),
+            json!({"event": "actor_failed"}),
+            json!({"msg": "Job 7 finished: x", "job_id": 7}),
+            json!({"msg": "ResultStage 3 (x) finished in 1 s", "stage_id": 3}),
+        ] {
+            b.push(&r, 5);
+        }
+        let t = b.timeline();
+        assert!(t.executors.is_empty() && t.jobs.is_empty() && t.stages.is_empty() && t.tasks.is_empty());
+        assert!(t.actors.is_empty());
+        assert_eq!(t.marks.len(), 1, "a failure without an actor is still a mark");
+    }
+}

@@ -36,7 +36,7 @@ const MAX_STAGE_ROWS: usize = 8;
 const MAX_TASK_ROWS: usize = 8;
 const TASK_ROW: i64 = 7;
 const BAND_ROW: i64 = 16;
-const ACTOR_ROW: i64 = 18;
+const ACTOR_ROW: i64 = 22;
 /// The longest label drawn, in characters.
 const MAX_LABEL: usize = 200;
 
@@ -55,10 +55,10 @@ text{font-family:sans-serif;font-size:11px;fill:#222}\
 .task{stroke:none}.task.success{fill:#5cb85c}.task.failed{fill:#d9534f}\
 .task.killed{fill:#f0ad4e}.task.running{fill:#5bc0de}\
 .executor-added{stroke:#2a8a2a;stroke-width:2}.executor-removed{stroke:#b33;stroke-width:2}\
-.mark path{stroke:#222;stroke-width:0.7}\
-.mark.kill path{fill:#d00}.mark.kill-skipped path{fill:#bbb}.mark.partition path{fill:#36c}\
-.mark.failure path{fill:#f60}.mark.restart path{fill:#2a2}.mark.escalation path{fill:#80c}\
-.mark.executor-lost path{fill:#a50}.mark.attempt-failed path{fill:#700}\
+.mark path,.legend-mark path{stroke:#222;stroke-width:0.7}\
+.kill path{fill:#d00}.kill-skipped path{fill:#bbb}.partition path{fill:#36c}\
+.failure path{fill:#f60}.restart path{fill:#2a2}.escalation path{fill:#80c}\
+.executor-lost path{fill:#a50}.attempt-failed path{fill:#700}\
 .actor-row line{stroke:#eee}";
 
 /// Text made safe for XML character data and attribute values: the five special
@@ -163,20 +163,43 @@ fn pack(spans: &[(i64, i64)], max: usize) -> (Vec<usize>, usize) {
     (row, rows)
 }
 
-/// One marker: its shape at (x, y), with a tooltip.
-fn mark(out: &mut String, m: &Mark, x: i64, y: i64, t0: i64) {
-    let kind = m.kind.as_str();
-    let shape = match m.kind {
-        // A cross for a kill, a circle-ish octagon for a failure, a triangle for a restart,
-        // a diamond for an escalation, a square otherwise.
+/// A marker's outline around (0, 0): a star-like cross for a kill, an octagon for a
+/// failure, a triangle for a restart, a diamond for an escalation, a square otherwise.
+fn shape(kind: MarkKind) -> &'static str {
+    match kind {
         MarkKind::Kill | MarkKind::KillSkipped => {
-            "M-5,-5L5,5M5,-5L-5,5M-2,-5L0,-3L2,-5L5,-2L3,0L5,2L2,5L0,3L-2,5L-5,2L-3,0L-5,-2Z"
+            "M-2,-5L0,-3L2,-5L5,-2L3,0L5,2L2,5L0,3L-2,5L-5,2L-3,0L-5,-2Z"
         }
         MarkKind::Failure | MarkKind::AttemptFailed => "M-2,-5L2,-5L5,-2L5,2L2,5L-2,5L-5,2L-5,-2Z",
         MarkKind::Restart => "M0,-5L5,4L-5,4Z",
         MarkKind::Escalation => "M0,-6L6,0L0,6L-6,0Z",
         MarkKind::ExecutorLost | MarkKind::Partition => "M-4,-4L4,-4L4,4L-4,4Z",
-    };
+    }
+}
+
+/// Draws the marks of one row around `y`: marks that would cover each other are moved up
+/// and down, and kills come last so that they are drawn on top.
+fn marks_row(out: &mut String, marks: &[&Mark], scale: &Scale, y: i64, spread: i64) {
+    let mut sorted: Vec<&Mark> = marks.to_vec();
+    sorted.sort_by_key(|m| (m.kind == MarkKind::Kill, m.at));
+    let mut placed: Vec<(i64, i64)> = Vec::new();
+    for m in sorted {
+        let x = scale.x(m.at);
+        let offsets = [0, -spread, spread];
+        let dy = offsets
+            .iter()
+            .copied()
+            .find(|dy| !placed.iter().any(|&(px, py)| (px - x).abs() < 10 && py == y + dy))
+            .unwrap_or(0);
+        placed.push((x, y + dy));
+        mark(out, m, x, y + dy, scale.t0);
+    }
+}
+
+/// One marker: its shape at (x, y), with a tooltip.
+fn mark(out: &mut String, m: &Mark, x: i64, y: i64, t0: i64) {
+    let kind = m.kind.as_str();
+    let shape = shape(m.kind);
     let incarnation = m.incarnation.map(|i| format!("#{i}")).unwrap_or_default();
     let title = format!(
         "{kind}: {}{incarnation} at {} (+{}): {}",
@@ -381,7 +404,8 @@ pub fn render_svg(t: &Timeline) -> String {
             .map(|&i| (t.tasks[i].start, t.tasks[i].end.unwrap_or(t1)))
             .collect();
         let (rows, n) = pack(&spans, MAX_TASK_ROWS);
-        let h = (n as i64 * TASK_ROW + 8).max(26);
+        let marks = marks_of.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let h = (n as i64 * TASK_ROW + 8).max(if marks.is_empty() { 26 } else { 36 });
         let _ = writeln!(
             body,
             "<g class=\"lane\" id=\"lane-{}-{}\" data-executor=\"{}\" data-attempt=\"{}\" data-host=\"{}\">",
@@ -458,9 +482,7 @@ pub fn render_svg(t: &Timeline) -> String {
                 esc(e.removed_reason.as_deref().unwrap_or(""), 400)
             );
         }
-        for m in marks_of.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
-            mark(&mut body, m, scale.x(m.at), y + h / 2, t0);
-        }
+        marks_row(&mut body, marks, &scale, y + h / 2, 9);
         body.push_str("</g>\n");
         y += h + 3;
     }
@@ -504,9 +526,7 @@ pub fn render_svg(t: &Timeline) -> String {
                 esc(&label, 60),
                 esc(actor, MAX_LABEL)
             );
-            for m in marks {
-                mark(&mut body, m, scale.x(m.at), y + ACTOR_ROW / 2, t0);
-            }
+            marks_row(&mut body, &marks, &scale, y + ACTOR_ROW / 2, 5);
             body.push_str("</g>\n");
             y += ACTOR_ROW;
         }
@@ -542,11 +562,11 @@ pub fn render_svg(t: &Timeline) -> String {
     ] {
         let _ = write!(
             body,
-            "<g class=\"legend-mark {}\" transform=\"translate({},{})\"><path class=\"{}\" d=\"M-4,-4L4,-4L4,4L-4,4Z\"/></g><text x=\"{}\" y=\"{}\">{}</text>",
+            "<g class=\"legend-mark {}\" transform=\"translate({},{})\"><path d=\"{}\"/></g><text x=\"{}\" y=\"{}\">{}</text>",
             kind.as_str(),
             x + 5,
             y - 4,
-            kind.as_str(),
+            shape(kind),
             x + 14,
             y,
             kind.as_str()
