@@ -380,6 +380,13 @@ impl TimelineBuilder {
         self.fold(record, at);
     }
 
+    /// Folds a lifecycle record from before the application (a node-level actor's start or
+    /// restart) into the supervision tree only.
+    pub fn push_tree(&mut self, record: &Value, at: i64) {
+        self.t.records += 1;
+        self.lifecycle(record, at);
+    }
+
     fn fold(&mut self, record: &Value, at: i64) {
         let attempt = num(record, "attempt").map_or(1, |a| a as u32);
         let msg = field(record, "msg").unwrap_or("");

@@ -651,6 +651,128 @@ mod tests {
         assert_eq!(rows.len(), 3);
     }
 
+    fn sample() -> Timeline {
+        use crate::logs::timeline::{ExecutorLane, Outcome, TaskBar};
+        let lane = |id: &str, host: &str| ExecutorLane {
+            attempt: 1,
+            id: id.into(),
+            host: host.into(),
+            container_id: None,
+            added: Some(1_000),
+            removed: None,
+            removed_reason: None,
+            tasks: 1,
+        };
+        let bar = |id: u64, exec: &str, outcome| TaskBar {
+            attempt: 1,
+            id,
+            stage_id: 0,
+            stage_attempt: 0,
+            index: id,
+            executor_id: exec.into(),
+            host: "h".into(),
+            start: 1_100,
+            end: (outcome != Outcome::Running).then_some(1_500),
+            outcome,
+            reason: None,
+        };
+        let m = |kind, actor: &str, exec: Option<&str>| Mark {
+            at: 1_300,
+            kind,
+            actor: actor.into(),
+            text: "killed by <chaos> & \"friends\"".into(),
+            incarnation: Some(1),
+            container_id: None,
+            executor_id: exec.map(str::to_string),
+            attempt: 1,
+        };
+        Timeline {
+            app_id: "application_1_0001".into(),
+            start: 1_000,
+            last: 2_000,
+            executors: vec![lane("1", "host<1>"), lane("2", "host2")],
+            tasks: vec![
+                bar(0, "1", Outcome::Succeeded),
+                bar(1, "1", Outcome::Failed),
+                bar(2, "2", Outcome::Killed),
+                bar(3, "2", Outcome::Running),
+            ],
+            marks: vec![
+                m(MarkKind::Kill, "/node/nm-h/container_1/executor-1", Some("1")),
+                m(MarkKind::Restart, "/node/rm", None),
+                m(MarkKind::Escalation, "/node/a&b", None),
+            ],
+            tasks_dropped: 7,
+            ..Timeline::default()
+        }
+    }
+
+    #[test]
+    fn the_picture_is_well_formed_with_its_lanes_bars_and_marks() {
+        let svg = render_svg(&sample());
+        let doc = crate::logs::timeline::xml::parse(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+        let all = doc.descendants();
+        let with = |class: &str| -> Vec<&crate::logs::timeline::xml::Element> {
+            all.iter()
+                .copied()
+                .filter(|e| {
+                    let classes: Vec<&str> = e.attr("class").unwrap_or("").split_whitespace().collect();
+                    class.split(' ').all(|c| classes.contains(&c))
+                })
+                .collect()
+        };
+        let lanes: Vec<(&str, &str)> = with("lane")
+            .iter()
+            .map(|e| (e.attr("data-executor").unwrap(), e.attr("data-host").unwrap()))
+            .collect();
+        assert_eq!(lanes, [("1", "host<1>"), ("2", "host2")]);
+        assert_eq!(with("task").len(), 4 + 4, "four bars and four legend swatches");
+        assert_eq!(with("task killed").len(), 2);
+        let kills = with("mark kill");
+        assert_eq!(kills.len(), 1);
+        assert_eq!(
+            kills[0].attr("data-actor"),
+            Some("/node/nm-h/container_1/executor-1")
+        );
+        let title = &kills[0].children[0];
+        assert_eq!(title.name, "title");
+        assert!(
+            title.text.contains("/node/nm-h/container_1/executor-1#1"),
+            "{}",
+            title.text
+        );
+        assert!(
+            title.text.contains("killed by <chaos> & \"friends\""),
+            "{}",
+            title.text
+        );
+        // The kill is on executor 1's lane; the others on their actors' rows.
+        let lane1 = with("lane")[0];
+        assert_eq!(
+            lane1
+                .descendants()
+                .iter()
+                .filter(|e| e.attr("data-kind") == Some("kill"))
+                .count(),
+            1
+        );
+        let rows: Vec<&str> = with("actor-row")
+            .iter()
+            .map(|e| e.attr("data-actor").unwrap())
+            .collect();
+        assert_eq!(rows, ["/node/a&b", "/node/rm"]);
+        assert_eq!(with("mark escalation").len(), 1);
+        assert_eq!(with("mark restart").len(), 1);
+        // The bound is said on the picture.
+        assert!(svg.contains("The oldest 7 task bars are not drawn"), "{svg}");
+    }
+
+    #[test]
+    fn an_empty_timeline_still_draws() {
+        let svg = render_svg(&Timeline::default());
+        assert!(crate::logs::timeline::xml::parse(&svg).is_ok(), "{svg}");
+    }
+
     #[test]
     fn ticks_are_round_and_few() {
         assert_eq!(tick_step(1_000), 100);
