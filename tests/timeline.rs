@@ -89,11 +89,6 @@ fn attrs_of<'a>(doc: &'a xml::Element, classes: &[&str], name: &str) -> Vec<&'a 
 async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill() {
     let dir = tempfile::tempdir().unwrap();
     let (run, app) = killed_executor_run(dir.path()).await;
-    if std::env::var_os("TIMELINE_KEEP").is_some() {
-        let _ = std::process::Command::new("cp")
-            .args(["-r", dir.path().to_str().unwrap(), "/tmp/t16-run"])
-            .status();
-    }
     let d = dir.path().to_str().unwrap();
 
     // The executors the run had, and the kill, as the records tell them.

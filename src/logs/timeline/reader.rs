@@ -516,6 +516,13 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_can_be_shared_with_a_web_servers_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<TimelineReader>();
+        send_sync::<crate::logs::timeline::Timeline>();
+    }
+
+    #[test]
     fn an_application_without_records_or_a_missing_directory_is_one_line() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = TimelineReader::new(dir.path(), APP);
