@@ -317,10 +317,11 @@ fn abnormal(reason: &str) -> bool {
         || reason.starts_with("exit code 0:"))
 }
 
-/// Drops the oldest entries of `v` beyond `max` (with some slack so that dropping is
-/// amortised), counting them; answers how many were dropped.
-fn trim_front<T>(v: &mut Vec<T>, max: usize, dropped: &mut u64) -> usize {
-    if v.len() <= max + max / 10 {
+/// Drops the oldest entries of `v` beyond `max` once it holds more than `max + slack`
+/// (slack amortises the dropping while records are folded), counting them; answers how many
+/// were dropped.
+fn trim_front<T>(v: &mut Vec<T>, max: usize, slack: usize, dropped: &mut u64) -> usize {
+    if v.len() <= max + slack {
         return 0;
     }
     let n = v.len() - max;
@@ -340,12 +341,14 @@ impl TimelineBuilder {
         }
     }
 
-    /// The timeline so far.
+    /// The timeline so far (the newest [`MAX_TASKS`] bars and [`MAX_MARKS`] marks at most).
     pub fn timeline(&mut self) -> &Timeline {
+        self.trim_tasks(0);
         if self.marks_dirty {
             self.marks_dirty = false;
             self.t.marks.sort_by_key(|m| m.at);
         }
+        trim_front(&mut self.t.marks, MAX_MARKS, 0, &mut self.t.marks_dropped);
         for m in &mut self.t.marks {
             if m.executor_id.is_none() {
                 if let Some((attempt, exec)) = m.container_id.as_ref().and_then(|c| self.containers.get(c)) {
@@ -505,12 +508,7 @@ impl TimelineBuilder {
                 reason: None,
             });
             self.task_seq.insert(key, seq);
-            let n = trim_front(&mut self.t.tasks, MAX_TASKS, &mut self.t.tasks_dropped);
-            if n > 0 {
-                let base = self.task_base + n as u64;
-                self.task_seq.retain(|_, s| *s >= base);
-                self.task_base = base;
-            }
+            self.trim_tasks(MAX_TASKS / 10);
             return;
         }
         let outcome = if msg.starts_with("Finished ") {
@@ -541,6 +539,16 @@ impl TimelineBuilder {
         }
     }
 
+    /// Keeps the newest [`MAX_TASKS`] bars once there are more than that plus `slack`.
+    fn trim_tasks(&mut self, slack: usize) {
+        let n = trim_front(&mut self.t.tasks, MAX_TASKS, slack, &mut self.t.tasks_dropped);
+        if n > 0 {
+            let base = self.task_base + n as u64;
+            self.task_seq.retain(|_, s| *s >= base);
+            self.task_base = base;
+        }
+    }
+
     fn stage(&mut self, record: &Value, msg: &str, stage: u64, at: i64, attempt: u32) {
         let stage_attempt = num(record, "stage_attempt").unwrap_or(0);
         let key = (attempt, stage, stage_attempt);
@@ -551,7 +559,12 @@ impl TimelineBuilder {
             let tasks = rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
             let from = rest.split_once(" missing tasks from ").map_or("", |(_, f)| f);
             let name = from.split_once(" (").map_or(from, |(label, _)| label);
-            let n = trim_front(&mut self.t.stages, MAX_STAGES, &mut self.t.stages_dropped);
+            let n = trim_front(
+                &mut self.t.stages,
+                MAX_STAGES,
+                MAX_STAGES / 10,
+                &mut self.t.stages_dropped,
+            );
             if n > 0 {
                 self.stages.retain(|_, i| *i >= n);
                 self.stages.values_mut().for_each(|i| *i -= n);
@@ -597,7 +610,12 @@ impl TimelineBuilder {
                 .split_once(" (")
                 .and_then(|(_, r)| r.rsplit_once(") with "))
                 .map_or("", |(n, _)| n);
-            let n = trim_front(&mut self.t.jobs, MAX_JOBS, &mut self.t.jobs_dropped);
+            let n = trim_front(
+                &mut self.t.jobs,
+                MAX_JOBS,
+                MAX_JOBS / 10,
+                &mut self.t.jobs_dropped,
+            );
             if n > 0 {
                 self.jobs.retain(|_, i| *i >= n);
                 self.jobs.values_mut().for_each(|i| *i -= n);
@@ -756,7 +774,7 @@ impl TimelineBuilder {
             // Trimming keeps the newest by time.
             self.t.marks.sort_by_key(|m| m.at);
             self.marks_dirty = false;
-            trim_front(&mut self.t.marks, MAX_MARKS, &mut self.t.marks_dropped);
+            trim_front(&mut self.t.marks, MAX_MARKS, 0, &mut self.t.marks_dropped);
         }
     }
 
@@ -1036,7 +1054,7 @@ mod tests {
         b.push(&end_task(0, "1", "Finished task 0.0"), n as i64);
         b.push(&end_task(n - 1, "1", "Finished task 0.0"), n as i64);
         let t = b.timeline();
-        assert!(t.tasks.len() <= MAX_TASKS + MAX_TASKS / 10);
+        assert_eq!(t.tasks.len(), MAX_TASKS);
         assert_eq!(t.tasks.len() as u64 + t.tasks_dropped, n);
         assert_eq!(
             t.tasks.last().map(|b| (b.id, b.outcome)),
@@ -1044,6 +1062,23 @@ mod tests {
         );
         assert_eq!(t.tasks[0].id, t.tasks_dropped);
         assert_eq!(t.executors[0].tasks, n);
+    }
+
+    #[test]
+    fn marks_are_bounded_and_the_newest_kept_in_any_order() {
+        let mut b = TimelineBuilder::new(APP);
+        let n = (MAX_MARKS + MAX_MARKS / 5) as i64;
+        // Two files' marks interleaved out of time order.
+        for i in 0..n {
+            let at = if i % 2 == 0 { i } else { n + i };
+            b.push(&lifecycle("/node/rm", "actor_restarted", 2, None), at);
+        }
+        let t = b.timeline();
+        assert_eq!(t.marks.len(), MAX_MARKS);
+        assert_eq!(t.marks_dropped, n as u64 - MAX_MARKS as u64);
+        assert!(t.marks.windows(2).all(|w| w[0].at <= w[1].at), "in time order");
+        assert_eq!(t.marks.last().map(|m| m.at), Some(2 * n - 1));
+        assert_eq!(t.actors[0].restarts as i64, n, "the tree counts every restart");
     }
 
     #[test]
