@@ -27,6 +27,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::logs::supervision::{abnormal_reason, is_rm_warning};
+
 /// The most task bars a timeline keeps (the newest; older ones are counted).
 pub const MAX_TASKS: usize = 50_000;
 /// The most marks a timeline keeps (the newest; older ones are counted).
@@ -307,14 +309,6 @@ fn clean(text: &str) -> String {
         }
     }
     out
-}
-
-/// Whether an exit reason, as records write it, is an abnormal end.
-fn abnormal(reason: &str) -> bool {
-    !(reason == "normal"
-        || reason == "shutdown"
-        || reason == "exit code 0"
-        || reason.starts_with("exit code 0:"))
 }
 
 /// Drops the oldest entries of `v` beyond `max` once it holds more than `max + slack`
@@ -699,7 +693,7 @@ impl TimelineBuilder {
         match event {
             "actor_restarted" => a.node.restarts += 1,
             "actor_failed" => a.node.failures += 1,
-            "actor_stopped" if reason.is_some_and(abnormal) => a.node.failures += 1,
+            "actor_stopped" if reason.is_some_and(abnormal_reason) => a.node.failures += 1,
             _ => {}
         }
         // The latest record (by time, then incarnation) says whether it runs.
@@ -725,14 +719,11 @@ impl TimelineBuilder {
             "fault_skipped" => MarkKind::KillSkipped,
             "partition_started" => MarkKind::Partition,
             "actor_failed" | "cleanup_panicked" => MarkKind::Failure,
-            "actor_stopped" if field(record, "reason").is_some_and(abnormal) => MarkKind::Failure,
+            "actor_stopped" if field(record, "reason").is_some_and(abnormal_reason) => MarkKind::Failure,
             "actor_restarted" => MarkKind::Restart,
             "supervisor_escalated" => MarkKind::Escalation,
             "executor_removed" | "executor_expired" => MarkKind::ExecutorLost,
-            "" if field(record, "actor_type") == Some("ResourceManager")
-                && matches!(field(record, "level"), Some("WARN" | "ERROR"))
-                && record.get("app_id").is_some() =>
-            {
+            "" if is_rm_warning(record) && field(record, "app_id") == Some(self.t.app_id.as_str()) => {
                 MarkKind::AttemptFailed
             }
             _ => return,

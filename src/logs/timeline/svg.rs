@@ -217,6 +217,14 @@ fn mark(out: &mut String, m: &Mark, x: i64, y: i64, t0: i64) {
     );
 }
 
+/// A bar's label, drawn only when it fits inside the bar (about 6 px a character).
+fn label_inside(label: &str, x: i64, w: i64, y: i64) -> String {
+    if (label.chars().count() as i64) * 6 + 4 > w {
+        return String::new();
+    }
+    format!("<text x=\"{}\" y=\"{y}\">{}</text>", x + 2, esc(label, MAX_LABEL))
+}
+
 /// The axis ticks: a round step giving about ten ticks over `span` ms.
 fn tick_step(span: i64) -> i64 {
     const STEPS: [i64; 19] = [
@@ -324,7 +332,7 @@ pub fn render_svg(t: &Timeline) -> String {
             .unwrap_or_else(|| "running".into());
         let _ = writeln!(
             body,
-            "<g class=\"job {}\" data-job=\"{}\" data-attempt=\"{}\"><title>Job {} (attempt {}): {} — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/><text x=\"{}\" y=\"{}\">Job {}</text></g>",
+            "<g class=\"job {}\" data-job=\"{}\" data-attempt=\"{}\"><title>Job {} (attempt {}): {} — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/>{}</g>",
             j.outcome.as_str(),
             j.id,
             j.attempt,
@@ -333,9 +341,7 @@ pub fn render_svg(t: &Timeline) -> String {
             esc(&j.name, MAX_LABEL),
             j.outcome.as_str(),
             BAND_ROW - 3,
-            x + 2,
-            ry + 10,
-            j.id
+            label_inside(&format!("Job {}", j.id), x, w, ry + 10)
         );
     }
 
@@ -353,7 +359,7 @@ pub fn render_svg(t: &Timeline) -> String {
         let job = s.job_id.map(|j| format!(", job {j}")).unwrap_or_default();
         let _ = writeln!(
             body,
-            "<g class=\"stage {}\" data-stage=\"{}\" data-stage-attempt=\"{}\" data-attempt=\"{}\"><title>Stage {}.{} (attempt {}{job}): {}, {} tasks — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/><text x=\"{}\" y=\"{}\">{}.{}</text></g>",
+            "<g class=\"stage {}\" data-stage=\"{}\" data-stage-attempt=\"{}\" data-attempt=\"{}\"><title>Stage {}.{} (attempt {}{job}): {}, {} tasks — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/>{}</g>",
             s.outcome.as_str(),
             s.id,
             s.stage_attempt,
@@ -365,10 +371,7 @@ pub fn render_svg(t: &Timeline) -> String {
             s.tasks,
             s.outcome.as_str(),
             BAND_ROW - 3,
-            x + 2,
-            ry + 10,
-            s.id,
-            s.stage_attempt
+            label_inside(&format!("{}.{}", s.id, s.stage_attempt), x, w, ry + 10)
         );
     }
 
