@@ -536,7 +536,7 @@ pub fn render_svg(t: &Timeline) -> String {
     }
 
     // Legend.
-    y += 14;
+    y += 22;
     let legend: [(&str, &str); 4] = [
         ("task success", "succeeded"),
         ("task failed", "failed"),
