@@ -6,7 +6,8 @@
 //! (`apps/<app>/<container>/sparkyard.jsonl`: its AM, driver and executors), and the node
 //! files (`nodes/*.jsonl`), of which it takes the records that carry the application's id
 //! and, as `sparkyard logs --app --supervision` does, the records that concern it from the
-//! processes it ran in (told apart by their `cluster`): the submit side's, and the node-level
+//! processes it ran in (told apart by their `cluster`): the submit side's (all of them: in
+//! client mode its driver's jobs, stages, tasks and executors), and the node-level
 //! actors' lifecycle records up to the application's last record (those from before its
 //! first record only for the supervision tree) and their supervision records while it ran. A node-file record that cannot be placed yet (its process has not
 //! been seen logging about the application, or it is later than the application's last
@@ -86,8 +87,7 @@ impl Span {
         if !field(record, "cluster").is_some_and(|c| self.clusters.contains(c)) {
             return Place::Wait;
         }
-        let actor = field(record, "actor").unwrap_or("");
-        if actor == "/submit" || actor.starts_with("/submit/") {
+        if is_submit_side(record) {
             return Place::Take;
         }
         if at > last {
@@ -111,9 +111,16 @@ fn is_lifecycle(record: &Value) -> bool {
     )
 }
 
+/// A record of the submit side (`sparkyard submit`'s actors: its client, and in client
+/// mode the driver).
+fn is_submit_side(record: &Value) -> bool {
+    let actor = field(record, "actor").unwrap_or("");
+    actor == "/submit" || actor.starts_with("/submit/")
+}
+
 /// Whether a node-file record without an application id could concern the application.
 fn node_candidate(record: &Value) -> bool {
-    is_lifecycle(record) || is_supervision_record(record)
+    is_lifecycle(record) || is_supervision_record(record) || is_submit_side(record)
 }
 
 /// Milliseconds since the epoch of a record's `ts`.
@@ -370,7 +377,10 @@ impl TimelineReader {
             self.builder.push(&record, at);
             return;
         }
-        if own.is_none() && node_candidate(&record) {
+        if own.is_some() || !node_candidate(&record) {
+            return;
+        }
+        if let Some((at, record)) = self.place(at, record) {
             if self.pending.len() >= MAX_PENDING {
                 self.pending.pop_front();
                 self.pending_dropped += 1;
@@ -379,15 +389,27 @@ impl TimelineReader {
         }
     }
 
+    /// Hands a node record to the builder as the application's span decides, or gives it
+    /// back to wait.
+    fn place(&mut self, at: i64, record: Value) -> Option<(i64, Value)> {
+        match self.span.place(&record, at) {
+            // The submit side's records are the application's own (in client mode, its
+            // driver's jobs, stages, tasks and executors).
+            Place::Take if is_submit_side(&record) => self.builder.push(&record, at),
+            Place::Take => self.builder.push_related(&record, at),
+            Place::Tree => self.builder.push_tree(&record, at),
+            Place::Drop => {}
+            Place::Wait => return Some((at, record)),
+        }
+        None
+    }
+
     /// Places the waiting node records the application's span now decides.
     fn place_pending(&mut self) {
         let mut still = VecDeque::new();
         while let Some((at, record)) = self.pending.pop_front() {
-            match self.span.place(&record, at) {
-                Place::Take => self.builder.push_related(&record, at),
-                Place::Tree => self.builder.push_tree(&record, at),
-                Place::Drop => {}
-                Place::Wait => still.push_back((at, record)),
+            if let Some(wait) = self.place(at, record) {
+                still.push_back(wait);
             }
         }
         self.pending = still;
@@ -513,6 +535,55 @@ mod tests {
         let marks: Vec<(MarkKind, &str)> = t.marks.iter().map(|m| (m.kind, m.actor.as_str())).collect();
         assert_eq!(marks, [(MarkKind::Failure, "/node/rm")]);
         assert!(!t.actors[0].alive);
+    }
+
+    #[test]
+    fn in_client_mode_the_submit_sides_driver_is_the_applications() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("nodes").join("laptop.jsonl");
+        let submit =
+            |ts: &str, cluster: &str, body: &str| line(ts, body).replace("\"c1\"", &format!("\"{cluster}\""));
+        let driver = "\"actor\":\"/submit/driver/dag-scheduler\",\"actor_type\":\"DAGScheduler\"";
+        // Another submit process's driver, never this application's.
+        append(
+            &node,
+            &submit(
+                "00.500",
+                "s2",
+                &format!("\"msg\":\"Got job 9 (x) with 1 output partitions\",{driver},\"job_id\":9"),
+            ),
+        );
+        // The driver starts before its client submits the application.
+        append(&node, &submit("00.900", "s1", "\"msg\":\"actor_started\",\"event\":\"actor_started\",\"actor\":\"/submit/driver\",\"incarnation\":1"));
+        append(&node, &submit("01.000", "s1", &format!("\"msg\":\"Submitting application {APP} to ResourceManager\",\"actor\":\"/submit/client\",\"app_id\":\"{APP}\"")));
+        append(
+            &node,
+            &submit(
+                "02.000",
+                "s1",
+                &format!("\"msg\":\"Got job 0 (count at X) with 2 output partitions\",{driver},\"job_id\":0"),
+            ),
+        );
+        let mut r = TimelineReader::new(dir.path(), APP);
+        let t = r.refresh().unwrap();
+        assert_eq!(t.jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [0]);
+        assert_eq!(
+            t.start, 1_767_225_600_900,
+            "the driver's start is the application's"
+        );
+        assert_eq!(
+            t.actors.iter().map(|a| a.path.as_str()).collect::<Vec<_>>(),
+            ["/submit/driver"]
+        );
+        append(
+            &node,
+            &submit(
+                "03.000",
+                "s1",
+                &format!("\"msg\":\"Job 0 finished: count at X, took 1000.0 ms\",{driver},\"job_id\":0"),
+            ),
+        );
+        assert_eq!(r.refresh().unwrap().jobs[0].end, Some(1_767_225_603_000));
     }
 
     #[test]
