@@ -393,7 +393,8 @@ impl TimelineBuilder {
             let actor = field(record, "actor").unwrap_or("");
             let own = field(record, "actor_type") == Some("CoarseGrainedExecutorBackend")
                 || actor.strip_suffix(e).is_some_and(|a| a.ends_with("/executor-"));
-            if own && !self.containers.contains_key(c) && container_of(actor) == Some(c) {
+            let room = self.containers.len() < MAX_EXECUTORS * 2;
+            if own && room && !self.containers.contains_key(c) && container_of(actor) == Some(c) {
                 self.containers.insert(c.to_string(), (attempt, e.to_string()));
                 if let Some(&i) = self.executors.get(&(attempt, e.to_string())) {
                     self.t.executors[i]
