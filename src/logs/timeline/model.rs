@@ -353,7 +353,29 @@ impl TimelineBuilder {
         }
         if self.actors_dirty {
             self.actors_dirty = false;
-            self.t.actors = self.actors.values().map(|a| a.node.clone()).collect();
+            // Once the application has ended, nothing in its containers runs, whether or
+            // not its end was recorded (a killed process writes nothing more).
+            let ended = self.t.end.is_some();
+            let prefix = format!(
+                "container_{}_",
+                self.t.app_id.strip_prefix("application_").unwrap_or("-")
+            );
+            self.t.actors = self
+                .actors
+                .values()
+                .map(|a| {
+                    let mut node = a.node.clone();
+                    if ended
+                        && node
+                            .container_id
+                            .as_deref()
+                            .is_some_and(|c| c.starts_with(&prefix))
+                    {
+                        node.alive = false;
+                    }
+                    node
+                })
+                .collect();
         }
         &self.t
     }
@@ -784,6 +806,7 @@ impl TimelineBuilder {
         {
             let state = to.split(' ').next().unwrap_or("");
             if matches!(state, "FINISHED" | "FAILED" | "KILLED") {
+                self.actors_dirty = true;
                 self.t.end = Some(self.t.end.map_or(at, |e| e.max(at)));
                 self.t.final_state = Some(state.to_string());
             }
@@ -995,6 +1018,8 @@ mod tests {
         let t = build(&records);
         assert_eq!(t.end, Some(1_201));
         assert_eq!(t.final_state.as_deref(), Some("FINISHED"));
+        // The restarted executor left no stop record; the application's end ended it.
+        assert!(t.actors.iter().all(|a| !a.alive), "{:?}", t.actors);
         assert_eq!(t.final_status.as_deref(), Some("SUCCEEDED"));
         assert_eq!(
             (t.jobs[0].outcome, t.jobs[0].end),
