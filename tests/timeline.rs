@@ -223,6 +223,69 @@ async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill
     assert!(again.is_file());
 }
 
+/// The web UI's use: a reader refreshed while the application runs (each refresh reading
+/// only what was appended) ends with the very timeline a reader of the finished logs gets,
+/// and what it showed on the way only grew.
+#[actix_rt::test]
+async fn a_reader_refreshed_while_the_application_runs_ends_where_a_fresh_one_does() {
+    use std::cell::{Cell, RefCell};
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_logging_to(dir.path()).await;
+    let plan = node.cluster.run_plan(
+        kills_plan(&[("/node/nm-*/container_*/executor-1", 5, KillMode::Stop)]),
+        "timeline-test",
+    );
+    let done = Cell::new(false);
+    let live: RefCell<Option<TimelineReader>> = RefCell::new(None);
+    let seen = RefCell::new(Vec::<(u64, usize, bool)>::new());
+    let watch = async {
+        // Polls until the run is over (bounded by the run's own 60 s bound).
+        while !done.get() {
+            let apps = dir.path().join("apps");
+            if live.borrow().is_none() {
+                if let Some(app) = std::fs::read_dir(&apps)
+                    .ok()
+                    .and_then(|mut d| d.next())
+                    .and_then(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                {
+                    *live.borrow_mut() = Some(TimelineReader::new(dir.path(), &app));
+                }
+            }
+            if let Some(r) = live.borrow_mut().as_mut() {
+                if let Ok(t) = r.refresh() {
+                    seen.borrow_mut()
+                        .push((t.records, t.tasks.len(), t.end.is_some()));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let run = async {
+        let r = run_on(node, PI, suite_conf(&[]), Some(plan)).await;
+        done.set(true);
+        r
+    };
+    let (r, ()) = tokio::join!(run, watch);
+    r.assert_succeeded();
+    r.node.cluster.shutdown(Duration::from_secs(10)).await;
+    let app = r.outcome.app_id.to_string();
+    let mut live = live
+        .into_inner()
+        .expect("the application's directory appeared while it ran");
+    let live_end = live.refresh().unwrap().clone();
+    let fresh = TimelineReader::new(dir.path(), &app).refresh().unwrap().clone();
+    assert_eq!(live_end, fresh);
+    assert!(fresh.end.is_some() && fresh.tasks.len() >= 24);
+    let seen = seen.into_inner();
+    assert!(!seen.is_empty());
+    assert!(
+        seen.windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1 && (!w[0].2 || w[1].2)),
+        "records and bars only grow, an end stays: {seen:?}"
+    );
+}
+
 #[test]
 fn a_timeline_of_an_unknown_application_or_to_an_unwritable_file_is_one_line_and_an_error() {
     let dir = tempfile::tempdir().unwrap();

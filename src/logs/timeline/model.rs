@@ -311,6 +311,18 @@ fn clean(text: &str) -> String {
     out
 }
 
+/// Marks in time order; marks of the same moment in an order of their own (so that the
+/// order does not depend on which file was read first).
+fn mark_order(a: &Mark, b: &Mark) -> std::cmp::Ordering {
+    (a.at, a.kind as u8, &a.actor, a.incarnation, &a.text).cmp(&(
+        b.at,
+        b.kind as u8,
+        &b.actor,
+        b.incarnation,
+        &b.text,
+    ))
+}
+
 /// Drops the oldest entries of `v` beyond `max` once it holds more than `max + slack`
 /// (slack amortises the dropping while records are folded), counting them; answers how many
 /// were dropped.
@@ -340,7 +352,7 @@ impl TimelineBuilder {
         self.trim_tasks(0);
         if self.marks_dirty {
             self.marks_dirty = false;
-            self.t.marks.sort_by_key(|m| m.at);
+            self.t.marks.sort_by(mark_order);
         }
         trim_front(&mut self.t.marks, MAX_MARKS, 0, &mut self.t.marks_dropped);
         for m in &mut self.t.marks {
@@ -719,12 +731,13 @@ impl TimelineBuilder {
             "actor_stopped" if reason.is_some_and(abnormal_reason) => a.node.failures += 1,
             _ => {}
         }
-        // The latest record (by time, then incarnation) says whether it runs.
-        let newer = (at, incarnation) >= (a.state_at, a.node.incarnation);
+        // The latest record (by time, then incarnation, then an end after a start) says
+        // whether it runs, in whatever order the records were read.
+        let alive = matches!(event, "actor_started" | "actor_restarted");
+        let newer = (at, incarnation, !alive) >= (a.state_at, a.node.incarnation, !a.node.alive);
         if newer {
             a.state_at = at;
             a.node.incarnation = incarnation;
-            let alive = matches!(event, "actor_started" | "actor_restarted");
             a.node.alive = alive;
             a.node.ended = if alive {
                 None
@@ -786,7 +799,7 @@ impl TimelineBuilder {
         self.marks_dirty = true;
         if self.t.marks.len() > MAX_MARKS + MAX_MARKS / 10 {
             // Trimming keeps the newest by time.
-            self.t.marks.sort_by_key(|m| m.at);
+            self.t.marks.sort_by(mark_order);
             self.marks_dirty = false;
             trim_front(&mut self.t.marks, MAX_MARKS, 0, &mut self.t.marks_dropped);
         }
