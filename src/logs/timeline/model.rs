@@ -1003,6 +1003,16 @@ mod tests {
     }
 
     #[test]
+    fn a_start_and_an_end_of_the_same_moment_end_it_in_either_order() {
+        let started = (lifecycle("/node/a", "actor_started", 1, None), 7);
+        let stopped = (lifecycle("/node/a", "actor_stopped", 1, Some("normal")), 7);
+        for records in [vec![started.clone(), stopped.clone()], vec![stopped, started]] {
+            let t = build(&records);
+            assert!(!t.actors[0].alive, "{records:?}");
+        }
+    }
+
+    #[test]
     fn the_end_is_the_resource_managers_final_state() {
         let mut records = run();
         let rm = |msg: &str| json!({"msg": msg, "actor": "/node/rm", "actor_type": "ResourceManager", "app_id": APP, "level": "INFO"});
