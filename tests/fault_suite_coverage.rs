@@ -42,6 +42,10 @@ const NOT_KILLED: &[(&str, &str)] = &[
         "only in `sparkyard node`; the controls run through it",
     ),
     ("The", "the TaskSchedulerImpl is not an actor"),
+    (
+        "RmWebApp",
+        "only where the web app is served; the REST API and web UI tests drive it, and a kill restarts it on the same listener",
+    ),
 ];
 
 #[test]
