@@ -481,6 +481,8 @@ fn every_bad_request_gets_yarns_status_and_remote_exception() {
 
     // The node is still up and answers.
     assert_eq!(ok("/ws/v1/cluster/info")["clusterInfo"]["state"], "STARTED");
+    assert_eq!(ok("/ws/v1/cluster/")["clusterInfo"]["state"], "STARTED");
+    assert_eq!(ok("/ws/v1/cluster"), ok("/ws/v1/cluster/info"));
     assert_eq!(ok("/ws/v1/cluster/nodes?states=NEW"), json!({"nodes": null}));
 }
 

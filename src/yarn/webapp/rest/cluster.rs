@@ -10,6 +10,7 @@ use crate::yarn::webapp::{WebState, CALL_TIMEOUT};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource("/ws/v1/cluster", "GET").route(web::get().to(info)))
+        .service(resource("/ws/v1/cluster/", "GET").route(web::get().to(info)))
         .service(resource("/ws/v1/cluster/info", "GET").route(web::get().to(info)))
         .service(resource("/ws/v1/cluster/metrics", "GET").route(web::get().to(metrics)))
         .service(resource("/ws/v1/cluster/scheduler", "GET").route(web::get().to(scheduler)));
