@@ -2,6 +2,8 @@
 //! `/apps/{appid}/appattempts` and `/apps/{appid}/state` (GET, and PUT `{"state":"KILLED"}`:
 //! the kill). Every view lists what the RM keeps, as the caller may see it (ACLs on: a
 //! report limited to what YARN shows a caller without VIEW_APP); a kill needs MODIFY_APP.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};

@@ -1,5 +1,7 @@
 //! The cluster's resources: `/ws/v1/cluster` and `/info` (ClusterInfo), `/metrics`
 //! (ClusterMetricsInfo) and `/scheduler` (the capacity scheduler's queues).
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 

@@ -2,6 +2,8 @@
 //! `RemoteException` JSON (GenericExceptionHandler's RemoteExceptionData), whose message is
 //! the Java exception's: `java.lang.Exception: <text>` for the web app's own exceptions
 //! (NotFoundException and BadRequestException wrap one), the bare text for the others.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpResponse;

@@ -1,6 +1,8 @@
 //! The query parameters of `/ws/v1/cluster/apps` and `/ws/v1/cluster/nodes`, checked as
 //! RMWebServices checks them (ApplicationsRequestBuilder, WebServices.parseQueries), with
 //! YARN's words for a bad value.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use super::errors::RestError;
 use crate::yarn::protocol::ApplicationListing;

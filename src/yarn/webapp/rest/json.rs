@@ -1,6 +1,8 @@
 //! Hadoop's JSON shapes of the RM's web services (the JAXB classes AppInfo, AppsInfo,
 //! AppAttemptInfo, NodeInfo, ClusterInfo, ClusterMetricsInfo, CapacitySchedulerInfo), built
 //! from sparkyard's records. Jersey's JSON writes an empty list as `null`: `{"apps":null}`.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,7 @@
 //! The nodes: `/ws/v1/cluster/nodes` (by `states`) and `/nodes/{nodeid}`. A sparkyard
 //! node's id is its host, as `sparkyard node -list` shows it; `host:port` finds it too.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
