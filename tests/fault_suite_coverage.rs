@@ -46,6 +46,10 @@ const NOT_KILLED: &[(&str, &str)] = &[
         "ConsoleProgressBar",
         "it runs only with stderr a terminal; tests/progress.rs kills it on a pseudo-terminal",
     ),
+    (
+        "RmWebApp",
+        "only where the web app is served; the REST API and web UI tests drive it, and a kill restarts it on the same listener",
+    ),
 ];
 
 #[test]

@@ -38,7 +38,7 @@ use crate::runtime::fault::PlanRun;
 use crate::runtime::{
     ActorPath, ChildSpec, Cluster, ExitReason, FaultPlan, Kept, Restart, Strategy, SupervisorSpec,
 };
-use crate::yarn::node::{rm_path, start_node, wait_ready};
+use crate::yarn::node::{rm_path, start_node_serving, wait_ready};
 use crate::yarn::protocol::ApplicationClientProtocol;
 
 const WHO: &str = "sparkyard submit";
@@ -225,6 +225,28 @@ fn gave_up_message(reason: &ExitReason, app: Option<String>, remote: bool) -> St
     format!("the submit side gave up: /submit {why}{app_note}")
 }
 
+/// The embedded cluster's web app (REST API and UI), when `yarn.resourcemanager.webapp.address`
+/// is set explicitly: bound here, with one line on stderr saying where it serves. Unset, the
+/// embedded cluster serves none (a submit is short-lived and must not clash over port 8088).
+fn embedded_web_app(conf: &SparkConf) -> Result<Option<Arc<std::net::TcpListener>>, String> {
+    let key = crate::conf::RM_WEBAPP_ADDRESS.name();
+    if !conf.contains(key) {
+        return Ok(None);
+    }
+    let web = conf
+        .get(&crate::conf::RM_WEBAPP_ADDRESS)
+        .map_err(|e| e.to_string())?;
+    let wanted = format!("{}:{}", web.host, web.port);
+    let listener = std::net::TcpListener::bind(&wanted)
+        .map_err(|e| format!("cannot listen on {wanted} ({key}): {e}"))?;
+    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(wanted);
+    eprintln!(
+        "sparkyard submit: ResourceManager web UI at {}/ (REST API at /ws/v1/cluster)",
+        crate::yarn::webapp::base_url(&bound)
+    );
+    Ok(Some(Arc::new(listener)))
+}
+
 /// Runs the command line's action in an actor system; answers the exit status.
 fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPlan>) -> Result<i32, String> {
     let target = target(&parsed, &conf)?;
@@ -303,7 +325,12 @@ fn execute(parsed: SparkSubmitArguments, conf: SparkConf, chaos: Option<FaultPla
                 }
                     }
                 };
-                start_node(&cluster, &conf, nodes, &launchers, &super::local_hostname(), None)?;
+                let serving = crate::yarn::node::Serving {
+                    web: embedded_web_app(&conf)?,
+                    log_dir: Some(log_dir.clone()),
+                    ..Default::default()
+                };
+                start_node_serving(&cluster, &conf, nodes, &launchers, &super::local_hostname(), serving)?;
                 wait_ready(&cluster, nodes.len(), Duration::from_secs(10)).await?;
                 let ep = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
                 (RmConnection::Local(ep.clone()), Some(ep))

@@ -87,7 +87,16 @@ pub fn start_node_serving(
     } = serving;
     let started_ms = cluster.clock().epoch_millis();
     let supervision = crate::conf::supervision(conf).map_err(|e| e.to_string())?;
-    let rm_config = RmConfig::from_conf(conf);
+    let mut rm_config = RmConfig::from_conf(conf);
+    rm_config.web_address = match &web {
+        Some(listener) => Some(
+            listener
+                .local_addr()
+                .map_err(|e| format!("cannot read the web app's address: {e}"))?
+                .to_string(),
+        ),
+        None => None,
+    };
     let nm_config = NmConfig::from_conf(conf);
     let rm_state = Kept::new(ResourceManagerCore::new(started_ms, &rm_config));
     let rm = rm_path();

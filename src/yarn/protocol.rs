@@ -196,6 +196,64 @@ pub struct ApplicationAcls {
     pub acls: std::collections::BTreeMap<ApplicationAccessType, String>,
 }
 
+// ------------------------------------------------------------------ the web app's queries (RMWebServices)
+
+/// The cluster's application, resource, container and node counts (YARN's ClusterMetrics,
+/// `/ws/v1/cluster/metrics`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "ClusterMetrics")]
+pub struct GetClusterMetrics;
+
+/// The answer to [`GetClusterMetrics`]. The application counts are over the applications
+/// the RM keeps (running ones and the last `yarn.resourcemanager.max-completed-applications`
+/// finished ones).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterMetrics {
+    pub apps_submitted: u64,
+    /// FINISHED ones.
+    pub apps_completed: u64,
+    /// NEW, NEW_SAVING, SUBMITTED and ACCEPTED ones.
+    pub apps_pending: u64,
+    pub apps_running: u64,
+    pub apps_failed: u64,
+    pub apps_killed: u64,
+    /// The RUNNING and DECOMMISSIONING nodes' capability together.
+    pub total: Resource,
+    /// What their live containers hold.
+    pub allocated: Resource,
+    pub containers_allocated: u64,
+    pub active_nodes: u64,
+    pub decommissioning_nodes: u64,
+    pub decommissioned_nodes: u64,
+    pub lost_nodes: u64,
+}
+
+/// The capacity scheduler's queues under `root` (`/ws/v1/cluster/scheduler`), as configured
+/// (`yarn.scheduler.capacity.root.queues`) with what each holds now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Vec<QueueInfo>")]
+pub struct GetQueueInfo;
+
+/// One leaf queue of [`GetQueueInfo`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    pub name: String,
+    /// Applications not yet in a final state.
+    pub num_applications: u64,
+    /// Applications whose AM may run (within the queue's AM limit).
+    pub num_active_applications: u64,
+    /// Applications waiting for room under the AM limit.
+    pub num_pending_applications: u64,
+    /// What the queue's live containers hold, and how many there are.
+    pub used: Resource,
+    pub num_containers: u64,
+    /// What its ApplicationMasters hold, and the most they may
+    /// (`yarn.scheduler.capacity.maximum-am-resource-percent` of the cluster).
+    pub am_used: Resource,
+    pub am_limit: Resource,
+    pub max_am_resource_percent: f64,
+}
+
 // ------------------------------------------------------------------ ApplicationMasterProtocol
 
 /// The AM registers its attempt (host, port and tracking URL of the driver in cluster mode).
@@ -659,6 +717,9 @@ crate::protocol! {
         GetApplicationAcls,
         GetApplications,
         GetNodeReports,
+        // The web app's queries.
+        GetClusterMetrics,
+        GetQueueInfo,
     }
 }
 

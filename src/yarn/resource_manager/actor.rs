@@ -346,6 +346,22 @@ impl Handler<GetNodeReports> for ResourceManager {
     }
 }
 
+impl Handler<GetClusterMetrics> for ResourceManager {
+    type Result = MessageResult<GetClusterMetrics>;
+
+    fn handle(&mut self, _: GetClusterMetrics, _: &mut Context<Self>) -> MessageResult<GetClusterMetrics> {
+        MessageResult(self.state.lock().cluster_metrics())
+    }
+}
+
+impl Handler<GetQueueInfo> for ResourceManager {
+    type Result = MessageResult<GetQueueInfo>;
+
+    fn handle(&mut self, _: GetQueueInfo, _: &mut Context<Self>) -> MessageResult<GetQueueInfo> {
+        MessageResult(self.state.lock().queue_infos())
+    }
+}
+
 impl Handler<RefreshNodes> for ResourceManager {
     type Result = Result<Vec<NodeReport>, YarnError>;
 

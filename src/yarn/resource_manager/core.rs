@@ -43,6 +43,10 @@ pub struct RmConfig {
     pub nm_expiry: Duration,
     /// yarn.resourcemanager.cluster-id: NodeManagers registering with another are refused.
     pub cluster_id: String,
+    /// The `host:port` the RM's web app serves, when it serves one: every application's
+    /// tracking URL is then its page there (`webapp::tracking_url`), as YARN's RM gives its
+    /// own address; without a web app the AM's tracking URL, if any.
+    pub web_address: Option<String>,
 }
 
 impl RmConfig {
@@ -79,6 +83,7 @@ impl RmConfig {
             cluster_id: conf
                 .get(&conf::RM_CLUSTER_ID)
                 .unwrap_or_else(|_| "sparkyard".into()),
+            web_address: None,
         }
     }
 
@@ -248,6 +253,8 @@ pub struct RMApp {
     max_attempts: u32,
     start_time: u64,
     finish_time: u64,
+    /// Its page on the RM's web app, when the RM serves one ([`RmConfig::web_address`]).
+    web_url: Option<String>,
 }
 
 impl RMApp {
@@ -269,7 +276,10 @@ impl RMApp {
             app_type: self.ctx.app_type.clone(),
             host: cur.and_then(|a| a.host.clone()),
             rpc_port: cur.and_then(|a| a.rpc_port),
-            tracking_url: cur.and_then(|a| a.tracking_url.clone()).filter(|u| !u.is_empty()),
+            tracking_url: self
+                .web_url
+                .clone()
+                .or_else(|| cur.and_then(|a| a.tracking_url.clone()).filter(|u| !u.is_empty())),
             state: self.state,
             final_status: self.final_status,
             // RMAppImpl.getDiagnostics: the attempt's AM launch diagnostics while the
@@ -431,6 +441,72 @@ impl ResourceManagerCore {
             .filter(|a| states.is_empty() || states.contains(&a.state))
             .filter(|a| types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(&a.ctx.app_type)))
             .map(RMApp::listing)
+            .collect()
+    }
+
+    /// The cluster's counts (GetClusterMetrics): the kept applications by state, the
+    /// resources and containers of the scheduler's nodes, the nodes by state.
+    pub fn cluster_metrics(&self) -> ClusterMetrics {
+        use YarnApplicationState as S;
+        let mut m = ClusterMetrics::default();
+        for app in self.apps.values() {
+            m.apps_submitted += 1;
+            match app.state {
+                S::New | S::NewSaving | S::Submitted | S::Accepted => m.apps_pending += 1,
+                S::Running => m.apps_running += 1,
+                S::Finished => m.apps_completed += 1,
+                S::Failed => m.apps_failed += 1,
+                S::Killed => m.apps_killed += 1,
+            }
+        }
+        m.total = self.scheduler.cluster_resource();
+        m.allocated = m.total.minus(&self.scheduler.available());
+        m.containers_allocated = self.scheduler.num_containers() as u64;
+        for node in self.all_node_reports() {
+            match node.state {
+                NodeState::Running => m.active_nodes += 1,
+                NodeState::Decommissioning => m.decommissioning_nodes += 1,
+                NodeState::Decommissioned => m.decommissioned_nodes += 1,
+                NodeState::Lost => m.lost_nodes += 1,
+            }
+        }
+        m
+    }
+
+    /// The leaf queues with what each holds now (GetQueueInfo), in configured order.
+    pub fn queue_infos(&self) -> Vec<QueueInfo> {
+        let cluster = self.scheduler.cluster_resource();
+        self.config
+            .queues
+            .iter()
+            .filter_map(|name| self.queues.get(name))
+            .map(|q| {
+                let mut info = QueueInfo {
+                    name: q.name().to_string(),
+                    num_active_applications: q.num_active() as u64,
+                    num_pending_applications: q.num_pending() as u64,
+                    am_used: q.am_used(),
+                    am_limit: q.am_limit(&cluster),
+                    max_am_resource_percent: self.config.max_am_resource_percent,
+                    ..QueueInfo::default()
+                };
+                for app in self
+                    .apps
+                    .values()
+                    .filter(|a| a.ctx.queue == q.name() && !a.state.is_final())
+                {
+                    info.num_applications += 1;
+                    for attempt in &app.attempts {
+                        for c in self.scheduler.containers_of(&attempt.id) {
+                            if let Some(r) = self.scheduler.resource_of(&c) {
+                                info.used = info.used.plus(&r);
+                                info.num_containers += 1;
+                            }
+                        }
+                    }
+                }
+                info
+            })
             .collect()
     }
 
@@ -863,6 +939,11 @@ impl ResourceManagerCore {
             max_attempts,
             start_time: now,
             finish_time: 0,
+            web_url: self
+                .config
+                .web_address
+                .as_deref()
+                .map(|address| crate::yarn::webapp::tracking_url(address, &app_id.to_string())),
         };
         tracing::info!(
             app_id = %app_id,
@@ -2145,6 +2226,80 @@ mod tests {
             NOW,
         );
         assert!(answer.unwrap_err().to_string().contains("already present"));
+    }
+
+    #[test]
+    fn with_a_web_app_every_report_carries_its_page_as_tracking_url() {
+        let mut plain = ResourceManagerCore::new(1, &config());
+        plain.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (app, fx) = submit(&mut plain, "default", 1024);
+        register_am(&mut plain, launches(&fx)[0].id.attempt);
+        assert_eq!(plain.report(&app).unwrap().1.tracking_url, None);
+
+        let mut served = ResourceManagerCore::new(
+            1,
+            &RmConfig {
+                web_address: Some("127.0.0.1:8088".into()),
+                ..config()
+            },
+        );
+        served.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (app, fx) = submit(&mut served, "default", 1024);
+        let url = format!("http://127.0.0.1:8088/cluster/app/{app}");
+        assert_eq!(
+            served.report(&app).unwrap().1.tracking_url.as_deref(),
+            Some(url.as_str())
+        );
+        register_am(&mut served, launches(&fx)[0].id.attempt);
+        assert_eq!(
+            served.applications(&[], &[])[0].report.tracking_url.as_deref(),
+            Some(url.as_str())
+        );
+    }
+
+    #[test]
+    fn cluster_metrics_and_queues_count_what_the_rm_holds() {
+        let mut rm = ResourceManagerCore::new(1, &config());
+        // One node of 8 GB: the AM limit (10%) holds one AM of 1 GB; the others wait.
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (running, fx) = submit(&mut rm, "default", 1024);
+        register_am(&mut rm, launches(&fx)[0].id.attempt);
+        let (_waiting, _) = submit(&mut rm, "default", 1024);
+        let (killed, _) = submit(&mut rm, "default", 1024);
+        rm.kill_application(killed, "", NOW).0.unwrap();
+        let m = rm.cluster_metrics();
+        assert_eq!(
+            (
+                m.apps_submitted,
+                m.apps_running,
+                m.apps_killed,
+                m.apps_pending,
+                m.apps_completed
+            ),
+            (3, 1, 1, 1, 0)
+        );
+        assert_eq!(m.total, Resource::new(8192, 8));
+        assert_eq!(m.allocated, Resource::new(1024, 1));
+        assert_eq!((m.containers_allocated, m.active_nodes, m.lost_nodes), (1, 1, 0));
+        let queues = rm.queue_infos();
+        assert_eq!(queues.len(), 1);
+        let q = &queues[0];
+        assert_eq!(q.name, "default");
+        assert_eq!(
+            (
+                q.num_applications,
+                q.num_active_applications,
+                q.num_pending_applications,
+                q.num_containers
+            ),
+            (2, 1, 1, 1)
+        );
+        assert_eq!(q.used, Resource::new(1024, 1));
+        assert_eq!(q.am_used, Resource::new(1024, 1));
+        assert_eq!(
+            rm.report(&running).unwrap().1.state,
+            YarnApplicationState::Running
+        );
     }
 
     #[test]

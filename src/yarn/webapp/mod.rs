@@ -132,6 +132,7 @@ impl Actor for RmWebApp {
                 .app_data(state.clone())
                 .configure(rest::configure)
                 .configure(ui::configure)
+                .configure(rest::configure_fallbacks)
         })
         .workers(1)
         .max_connections(MAX_CONNECTIONS)
@@ -161,19 +162,15 @@ impl Actor for RmWebApp {
         self.server = Some(server.handle());
         // Spawned in the actor's context: the server lives as long as the actor, and a server
         // that ends on its own ends the actor (its supervisor restarts it).
-        ctx.spawn(
-            server
-                .into_actor(self)
-                .map(|ended, act, ctx| {
-                    let message = match ended {
-                        Ok(()) => "the web server stopped".to_string(),
-                        Err(e) => format!("the web server failed: {e}"),
-                    };
-                    act.server = None;
-                    let me = act.me.clone();
-                    me.exit(ctx, ExitReason::Exit { code: 1, message });
-                }),
-        );
+        ctx.spawn(server.into_actor(self).map(|ended, act, ctx| {
+            let message = match ended {
+                Ok(()) => "the web server stopped".to_string(),
+                Err(e) => format!("the web server failed: {e}"),
+            };
+            act.server = None;
+            let me = act.me.clone();
+            me.exit(ctx, ExitReason::Exit { code: 1, message });
+        }));
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
