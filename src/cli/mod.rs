@@ -321,6 +321,43 @@ pub fn init_logs(level: Option<&str>, chatty: &[&str]) -> Result<(), String> {
     })
 }
 
+/// `yarn logs -applicationId <id>` and `-containerId <id>`, YARN's single-dash spellings
+/// (clap takes only `--app` and `--container`), given to `sparkyard logs`.
+fn yarn_logs_spellings(mut args: Vec<OsString>) -> Vec<OsString> {
+    if args.get(1).and_then(|a| a.to_str()) != Some("logs") {
+        return args;
+    }
+    // A flag's value is left alone (`--grep -applicationId` looks for that text).
+    const TAKES_VALUE: [&str; 7] = [
+        "--log-dir",
+        "--app",
+        "--container",
+        "--actor",
+        "--level",
+        "--grep",
+        "--timeline",
+    ];
+    let mut value_next = false;
+    for a in args.iter_mut().skip(2) {
+        let text = a.to_str().unwrap_or("");
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if text == "--" {
+            break;
+        }
+        value_next = TAKES_VALUE.contains(&text);
+        let long = match text {
+            "-applicationId" => "--app",
+            "-containerId" => "--container",
+            _ => continue,
+        };
+        value_next = true;
+        *a = long.into();
+    }
+    args
+}
+
 /// Runs the command line `args` (program name first); returns the exit status.
 pub fn run(args: Vec<OsString>) -> i32 {
     if let Some(command) = container_command(&args) {
@@ -334,6 +371,7 @@ pub fn run(args: Vec<OsString>) -> i32 {
             return application::run_node_list(&rest);
         }
     }
+    let args = yarn_logs_spellings(args);
     let program = args.first().cloned().unwrap_or_else(|| "sparkyard".into());
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -622,4 +660,33 @@ pub fn process_cluster_id(command: &str) -> String {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     format!("{command}-{}-{start}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spelled(line: &str) -> Vec<String> {
+        let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+        yarn_logs_spellings(args)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn yarn_logs_spellings_become_the_long_flags_but_not_a_flags_value() {
+        assert_eq!(
+            spelled("sparkyard logs -applicationId app_1 -containerId c_1"),
+            ["sparkyard", "logs", "--app", "app_1", "--container", "c_1"]
+        );
+        assert_eq!(
+            spelled("sparkyard logs --grep -applicationId -applicationId -x"),
+            ["sparkyard", "logs", "--grep", "-applicationId", "--app", "-x"]
+        );
+        assert_eq!(
+            spelled("sparkyard actors -applicationId x"),
+            ["sparkyard", "actors", "-applicationId", "x"]
+        );
+    }
 }

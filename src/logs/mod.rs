@@ -14,6 +14,7 @@ pub mod perms;
 pub mod reader;
 pub mod sink;
 pub mod supervision;
+pub mod timeline;
 pub mod writer;
 
 pub use ctx::{LogCtx, LogIds, LogScope};

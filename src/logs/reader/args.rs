@@ -30,6 +30,7 @@ pub struct LogsArgs {
     pub log_dir: Option<PathBuf>,
 
     /// Only logs of this application: its containers, plus node records tagged with its app_id
+    /// (also spelled -applicationId, as `yarn logs` takes it)
     #[arg(long, value_name = "APP_ID")]
     pub app: Option<String>,
 
@@ -62,6 +63,17 @@ pub struct LogsArgs {
     /// submit side's and the node's own actors' records that concern the application)
     #[arg(long, conflicts_with = "follow")]
     pub supervision: bool,
+
+    /// Draw the application's event timeline into FILE as an SVG picture: executors added and
+    /// removed, jobs and stages, tasks as bars in executor lanes, and every kill, failure,
+    /// restart and escalation marked where it happened (needs --app)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "app",
+        conflicts_with_all = ["follow", "json", "supervision", "container", "actor", "level", "grep"]
+    )]
+    pub timeline: Option<PathBuf>,
 }
 
 /// Why `sparkyard logs` could not do its job. Every variant prints as one line.
@@ -81,6 +93,10 @@ pub enum LogsError {
     BadId { flag: &'static str, value: String },
     /// Writing the output failed (for example a closed pipe).
     Output(io::Error),
+    /// `--timeline` could not read the application's timeline (the reader's one line).
+    Timeline(String),
+    /// `--timeline` could not write its picture.
+    TimelineWrite { path: PathBuf, error: io::Error },
 }
 
 impl fmt::Display for LogsError {
@@ -111,6 +127,10 @@ impl fmt::Display for LogsError {
                 "invalid {flag} value {value:?}: expected a plain id such as application_1700000000000_0001"
             ),
             LogsError::Output(e) => write!(f, "cannot write output: {e}"),
+            LogsError::Timeline(line) => f.write_str(line),
+            LogsError::TimelineWrite { path, error } => {
+                write!(f, "cannot write the timeline to {}: {error}", path.display())
+            }
         }
     }
 }

@@ -74,6 +74,11 @@ pub fn run_until(
     }
 
     let mut out = BufWriter::new(out);
+    if let (Some(file), Some(app)) = (&args.timeline, &filter.app) {
+        super::timeline::write_svg(&dir, app, file, &mut out, err)?;
+        out.flush()?;
+        return Ok(());
+    }
     if args.supervision {
         super::supervision::run(&dir, &filter, args.json, &mut out, err)?;
         out.flush()?;
@@ -1330,6 +1335,7 @@ mod tests {
                 follow: true,
                 json: true,
                 supervision: false,
+                timeline: None,
             }
         );
         let help = <Cli as clap::CommandFactory>::command()
