@@ -2379,7 +2379,7 @@ mod tests {
             .all(|c| c.state == ContainerState::Running && c.host == "host1" && c.exit_status.is_none()));
         assert_eq!(
             (listed[1].start_time, listed[1].resource.memory_mb),
-            (NOW + 5, 512)
+            (NOW + 5, granted[0].resource.memory_mb)
         );
         exited(&mut rm, &granted[0], 1);
         let listed = rm.containers(&attempt_id).unwrap();
