@@ -49,6 +49,8 @@ pub struct WebState {
     pub started_ms: u64,
     /// The web app's log context, entered by every request.
     pub log_ctx: Arc<LogCtx>,
+    /// The web UI's own state (its timeline readers).
+    pub ui: ui::UiState,
 }
 
 /// The web app's address as a URL prefix: `http://host:port`.
@@ -126,6 +128,7 @@ impl Actor for RmWebApp {
             address: address.clone(),
             started_ms: self.started_ms,
             log_ctx: self.me.log_ctx().clone(),
+            ui: ui::UiState::default(),
         });
         let server = actix_web::HttpServer::new(move || {
             actix_web::App::new()
@@ -161,19 +164,15 @@ impl Actor for RmWebApp {
         self.server = Some(server.handle());
         // Spawned in the actor's context: the server lives as long as the actor, and a server
         // that ends on its own ends the actor (its supervisor restarts it).
-        ctx.spawn(
-            server
-                .into_actor(self)
-                .map(|ended, act, ctx| {
-                    let message = match ended {
-                        Ok(()) => "the web server stopped".to_string(),
-                        Err(e) => format!("the web server failed: {e}"),
-                    };
-                    act.server = None;
-                    let me = act.me.clone();
-                    me.exit(ctx, ExitReason::Exit { code: 1, message });
-                }),
-        );
+        ctx.spawn(server.into_actor(self).map(|ended, act, ctx| {
+            let message = match ended {
+                Ok(()) => "the web server stopped".to_string(),
+                Err(e) => format!("the web server failed: {e}"),
+            };
+            act.server = None;
+            let me = act.me.clone();
+            me.exit(ctx, ExitReason::Exit { code: 1, message });
+        }));
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
