@@ -433,11 +433,11 @@ fn screenshots() {
     });
     screenshot(&format!("{base}/cluster"), &out.join("cluster.png"), 1000);
     screenshot(&format!("{base}/cluster/apps"), &out.join("apps.png"), 1000);
-    screenshot(&page, &out.join("running-app.png"), 2400);
+    screenshot(&page, &out.join("running-app.png"), 2000);
     assert_eq!(wait_exit_within(&mut running, Duration::from_secs(120)), 0);
     eventually("the finished page", Duration::from_secs(60), || {
         let d = dom(&page);
         d.contains("data-final=\"true\"").then_some(()).ok_or(d)
     });
-    screenshot(&page, &out.join("finished-app.png"), 2400);
+    screenshot(&page, &out.join("finished-app.png"), 2000);
 }

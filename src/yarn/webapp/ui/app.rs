@@ -11,7 +11,9 @@ use std::fmt::Write;
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 
-use super::html::{badge, elapsed, esc, info, mb, row, table, time_ms, time_of_day, user_query, Nav};
+use super::html::{
+    badge, elapsed, esc, info, long_text, mb, nowrap, row, table, time_ms, time_of_day, user_query, Nav,
+};
 use super::{ask, html_page, problem, viewer};
 use crate::logs::timeline::{render_svg, Timeline};
 use crate::runtime::registry::ActorInfo;
@@ -210,10 +212,6 @@ fn render_sections(state: &WebState, view: &AppView, user: Option<&str>) -> Stri
 }
 
 fn inner_sections(state: &WebState, view: &AppView, user: Option<&str>) -> String {
-    let mut s = String::new();
-    s.push_str(&overview(view));
-    s.push_str(&attempts(view));
-    s.push_str(&containers(view));
     let id = view.report.app_id.to_string();
     let from_records = match state.log_dir.as_deref() {
         None => {
@@ -223,9 +221,17 @@ fn inner_sections(state: &WebState, view: &AppView, user: Option<&str>) -> Strin
             .ui
             .with_reader(dir, &id, |r| r.refresh().map(|t| from_timeline(t, view))),
     };
+    let mut s = overview(view);
     match from_records {
-        Ok(html) => s.push_str(&html),
+        Ok((picture, tables)) => {
+            s.push_str(&picture);
+            s.push_str(&attempts(view));
+            s.push_str(&containers(view));
+            s.push_str(&tables);
+        }
         Err(e) => {
+            s.push_str(&attempts(view));
+            s.push_str(&containers(view));
             let _ = write!(
                 s,
                 "<section class=\"card records\"><h2>Executors, jobs, stages and timeline</h2><p class=\"empty\">Nothing from the application's records yet: {}</p></section>",
@@ -301,7 +307,7 @@ fn overview(view: &AppView) -> String {
             ("Elapsed:", esc(&elapsed(end.saturating_sub(r.start_time)))),
             ("ApplicationMaster:", format!("<code>{}</code>", esc(&am_host))),
             ("Tracking URL:", tracking),
-            ("Diagnostics:", format!("<code>{}</code>", esc(&r.diagnostics))),
+            ("Diagnostics:", long_text(&r.diagnostics)),
         ],
     );
     format!("<section class=\"card overview\"><h2>Application Overview{live}</h2>{box_}</section>")
@@ -322,7 +328,7 @@ fn attempts(view: &AppView) -> String {
                         .map(|c| format!("<code>{}</code>", esc(&c.to_string())))
                         .unwrap_or_else(|| "N/A".into()),
                     esc(a.host.as_deref().unwrap_or("N/A")),
-                    esc(&a.diagnostics),
+                    long_text(&a.diagnostics),
                 ],
             )
         })
@@ -375,10 +381,10 @@ fn containers(view: &AppView) -> String {
                         mb(c.resource.memory_mb),
                         c.resource.vcores
                     )),
-                    esc(&time_ms(c.start_time)),
-                    esc(&time_ms(c.finish_time)),
+                    nowrap(&time_ms(c.start_time)),
+                    nowrap(&time_ms(c.finish_time)),
                     c.exit_status.map(|e| e.to_string()).unwrap_or_default(),
-                    esc(&c.diagnostics),
+                    long_text(&c.diagnostics),
                 ],
             )
         })
@@ -403,9 +409,9 @@ fn containers(view: &AppView) -> String {
     )
 }
 
-/// What the records tell: executors, jobs, stages, faults, the supervision tree and the
-/// timeline picture.
-fn from_timeline(t: &Timeline, view: &AppView) -> String {
+/// What the records tell: the timeline picture, then executors, jobs, stages, faults and
+/// the supervision tree.
+fn from_timeline(t: &Timeline, view: &AppView) -> (String, String) {
     let mut s = String::new();
     // Executors.
     let rows: Vec<String> = t
@@ -427,7 +433,7 @@ fn from_timeline(t: &Timeline, view: &AppView) -> String {
                     badge(state),
                     esc(&e.added.map(time_of_day).unwrap_or_default()),
                     esc(&e.removed.map(time_of_day).unwrap_or_default()),
-                    esc(e.removed_reason.as_deref().unwrap_or("")),
+                    long_text(e.removed_reason.as_deref().unwrap_or("")),
                     e.tasks.to_string(),
                 ],
             )
@@ -538,7 +544,7 @@ fn from_timeline(t: &Timeline, view: &AppView) -> String {
                     esc(&time_of_day(m.at)),
                     badge(m.kind.as_str()),
                     format!("<code>{}</code>", esc(&m.actor)),
-                    esc(&m.text),
+                    long_text(&m.text),
                 ],
             )
         })
@@ -560,11 +566,10 @@ fn from_timeline(t: &Timeline, view: &AppView) -> String {
         None => svg.as_str(),
     };
     let id = esc(&view.report.app_id.to_string());
-    let _ = write!(
-        s,
+    let picture = format!(
         "<section class=\"card timeline-card\"><h2>Event timeline <a class=\"svg-link\" href=\"/cluster/app/{id}/timeline.svg\">(SVG)</a></h2><div class=\"timeline-wrap\">{svg}</div></section>"
     );
-    s
+    (picture, s)
 }
 
 /// One actor of the supervision tree, live and recorded joined.

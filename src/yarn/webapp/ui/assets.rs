@@ -30,6 +30,8 @@ table.grid td{border-bottom:1px solid var(--line);padding:5px 8px;vertical-align
 table.grid tbody tr:hover{background:#f0f4f8}
 td code,dd code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .empty{color:var(--muted);font-style:italic}
+.nowrap{white-space:nowrap}
+details.long summary{cursor:pointer;color:var(--muted)}details.long code{display:block;white-space:pre-wrap;margin-top:4px}
 dl.info{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}
 dl.info dt{color:var(--muted)}dl.info dd{margin:0}
 .badge{display:inline-block;padding:1px 7px;border-radius:10px;font-size:11px;font-weight:600;background:#e4e7eb;color:#3e4c59}
@@ -37,6 +39,8 @@ dl.info dt{color:var(--muted)}dl.info dd{margin:0}
 .s-finished,.s-succeeded,.s-success,.s-complete{background:#e3f9e5;color:#1f6b2a}
 .s-failed,.s-lost{background:#ffe3e3;color:#a61b1b}
 .s-killed,.s-decommissioned,.s-decommissioning{background:#fff3c4;color:#8d5b00}
+.s-kill,.s-failure,.s-escalation,.s-attempt-failed,.s-executor-lost,.s-removed{background:#ffe3e3;color:#a61b1b}
+.s-restart,.s-active{background:#e3f9e5;color:#1f6b2a}.s-partition{background:#dceefb;color:#0b4f8a}
 .meter{display:inline-block;width:90px;height:8px;background:#e4e7eb;border-radius:4px;vertical-align:middle;overflow:hidden}
 .meter .fill{display:block;height:100%;background:var(--accent)}
 .meter-text{font-size:12px;color:var(--muted)}

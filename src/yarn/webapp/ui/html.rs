@@ -132,6 +132,28 @@ pub fn info(class: &str, pairs: &[(&str, String)]) -> String {
     s
 }
 
+/// Text that may run long (a container's diagnostics, a stderr tail): its first
+/// [`SHORT_TEXT`] characters, the whole behind a disclosure.
+pub fn long_text(text: &str) -> String {
+    if text.chars().count() <= SHORT_TEXT {
+        return esc(text);
+    }
+    let head: String = text.chars().take(SHORT_TEXT).collect();
+    format!(
+        "<details class=\"long\"><summary>{}…</summary><code>{}</code></details>",
+        esc(&head),
+        esc(text)
+    )
+}
+
+/// How much of a long text a table shows before its disclosure.
+pub const SHORT_TEXT: usize = 160;
+
+/// A time that does not wrap.
+pub fn nowrap(text: &str) -> String {
+    format!("<span class=\"nowrap\">{}</span>", esc(text))
+}
+
 /// A state as a coloured badge.
 pub fn badge(state: &str) -> String {
     let class: String = state
@@ -229,6 +251,21 @@ mod tests {
         assert_eq!(mb(512), "512 MB");
         assert_eq!(mb(2048), "2 GB");
         assert_eq!(mb(1536), "1.5 GB");
+    }
+
+    #[test]
+    fn long_text_is_cut_with_the_whole_behind_a_disclosure() {
+        assert_eq!(long_text("<short>"), "&lt;short&gt;");
+        let long = format!("{}<x>", "a".repeat(SHORT_TEXT));
+        let shown = long_text(&long);
+        assert!(
+            shown.starts_with(&format!(
+                "<details class=\"long\"><summary>{}…</summary>",
+                "a".repeat(SHORT_TEXT)
+            )),
+            "{shown}"
+        );
+        assert!(shown.contains("&lt;x&gt;</code>"), "{shown}");
     }
 
     #[test]
