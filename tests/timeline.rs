@@ -1,7 +1,9 @@
 //! `sparkyard logs --app <id> --timeline out.svg` on an application of the fault suite: a
 //! SparkPi run on a four-node cluster writing its records under a log directory, whose
-//! executor 1 is killed (stopped) after five tasks and replaced. The picture parses as XML,
-//! has one lane per executor the run had, and marks the kill with the killed actor's path.
+//! executor 1 is killed (stopped) after five tasks and replaced, and whose AM's allocator is
+//! killed (panics) after eight and restarted in place. The picture parses as XML, has one
+//! lane per executor the run had, and marks each kill with the killed actor's path: the
+//! executor's on its lane, the allocator's (and its restart) on the allocator's row.
 
 mod common;
 
@@ -11,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::inproc::{nodes, Node};
-use common::suite::{kill_plan, run_on, suite_conf, Run, PI};
+use common::suite::{kills_plan, run_on, suite_conf, Run, PI};
 use sparkyard::logs::timeline::{xml, MarkKind, TimelineReader};
 use sparkyard::runtime::{Cluster, KillMode};
 use sparkyard::yarn::protocol::ApplicationClientProtocol;
@@ -45,12 +47,15 @@ async fn node_logging_to(dir: &Path) -> Node {
     Node { cluster, rm }
 }
 
-/// SparkPi with executor 1 stopped once five tasks finished; the node shut down after it,
-/// so every record is in the files.
+/// SparkPi with executor 1 stopped once five tasks finished and the allocator panicked once
+/// eight had; the node shut down after it, so every record is in the files.
 async fn killed_executor_run(dir: &Path) -> (Run, String) {
     let node = node_logging_to(dir).await;
     let plan = node.cluster.run_plan(
-        kill_plan("/node/nm-*/container_*/executor-1", 5, KillMode::Stop),
+        kills_plan(&[
+            ("/node/nm-*/container_*/executor-1", 5, KillMode::Stop),
+            ("*/am/allocator", 8, KillMode::Panic),
+        ]),
         "timeline-test",
     );
     let r = run_on(node, PI, suite_conf(&[]), Some(plan)).await;
@@ -89,11 +94,6 @@ fn attrs_of<'a>(doc: &'a xml::Element, classes: &[&str], name: &str) -> Vec<&'a 
 async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill() {
     let dir = tempfile::tempdir().unwrap();
     let (run, app) = killed_executor_run(dir.path()).await;
-    if std::env::var_os("TIMELINE_KEEP").is_some() {
-        let _ = std::process::Command::new("cp")
-            .args(["-r", dir.path().to_str().unwrap(), "/tmp/t16-run"])
-            .status();
-    }
     let d = dir.path().to_str().unwrap();
 
     // The executors the run had, and the kill, as the records tell them.
@@ -104,13 +104,20 @@ async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill
         .filter_map(|r| r["executor_id"].as_str().map(str::to_string))
         .collect();
     assert!(executors.len() >= 3, "executor 1 was replaced: {executors:?}");
-    let killed: String = records
+    let victims: Vec<String> = records
         .iter()
-        .find(|r| r["event"] == "fault_injected")
-        .and_then(|r| r["actor"].as_str())
-        .expect("the kill is recorded")
-        .to_string();
-    assert!(killed.ends_with("/executor-1"), "{killed}");
+        .filter(|r| r["event"] == "fault_injected")
+        .filter_map(|r| r["actor"].as_str().map(str::to_string))
+        .collect();
+    let find = |suffix: &str| {
+        victims
+            .iter()
+            .find(|v| v.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no kill of {suffix}: {victims:?}"))
+            .clone()
+    };
+    let killed = find("/executor-1");
+    let allocator = find("/am/allocator");
 
     // The reader's model agrees.
     let mut reader = TimelineReader::new(dir.path(), &app);
@@ -127,6 +134,21 @@ async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill
         .marks
         .iter()
         .any(|m| m.kind == MarkKind::Kill && m.actor == killed && m.executor_id.as_deref() == Some("1")));
+    assert!(t
+        .marks
+        .iter()
+        .any(|m| m.kind == MarkKind::Kill && m.actor == allocator && m.executor_id.is_none()));
+    let node = t
+        .actors
+        .iter()
+        .find(|a| a.path == allocator)
+        .expect("the allocator is in the tree");
+    assert_eq!(
+        (node.incarnation, node.restarts, node.failures),
+        (2, 1, 1),
+        "{node:?}"
+    );
+    assert_eq!(node.actor_type, "YarnAllocator");
     assert!(
         t.tasks.iter().all(|b| b.end.is_some_and(|e| e >= b.start)),
         "every task ended"
@@ -178,6 +200,14 @@ async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill
         tooltips.iter().any(|t| t.contains(&killed)),
         "the kill's tooltip names the actor: {tooltips:?}"
     );
+    // The allocator's kill and restart are on its own row, not on a lane.
+    let row = doc
+        .descendants()
+        .into_iter()
+        .find(|e| e.attr("class") == Some("actor-row") && e.attr("data-actor") == Some(allocator.as_str()))
+        .unwrap_or_else(|| panic!("no row for {allocator}"));
+    let kinds: BTreeSet<&str> = row.children.iter().filter_map(|e| e.attr("data-kind")).collect();
+    assert!(kinds.contains("kill") && kinds.contains("restart"), "{kinds:?}");
     // YARN's spelling of the same command.
     let again = dir.path().join("again.svg");
     let (code, _, err) = sparkyard(&[
@@ -191,6 +221,69 @@ async fn the_timeline_of_a_run_with_a_killed_executor_has_its_lanes_and_the_kill
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(again.is_file());
+}
+
+/// The web UI's use: a reader refreshed while the application runs (each refresh reading
+/// only what was appended) ends with the very timeline a reader of the finished logs gets,
+/// and what it showed on the way only grew.
+#[actix_rt::test]
+async fn a_reader_refreshed_while_the_application_runs_ends_where_a_fresh_one_does() {
+    use std::cell::{Cell, RefCell};
+    let dir = tempfile::tempdir().unwrap();
+    let node = node_logging_to(dir.path()).await;
+    let plan = node.cluster.run_plan(
+        kills_plan(&[("/node/nm-*/container_*/executor-1", 5, KillMode::Stop)]),
+        "timeline-test",
+    );
+    let done = Cell::new(false);
+    let live: RefCell<Option<TimelineReader>> = RefCell::new(None);
+    let seen = RefCell::new(Vec::<(u64, usize, bool)>::new());
+    let watch = async {
+        // Polls until the run is over (bounded by the run's own 60 s bound).
+        while !done.get() {
+            let apps = dir.path().join("apps");
+            if live.borrow().is_none() {
+                if let Some(app) = std::fs::read_dir(&apps)
+                    .ok()
+                    .and_then(|mut d| d.next())
+                    .and_then(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                {
+                    *live.borrow_mut() = Some(TimelineReader::new(dir.path(), &app));
+                }
+            }
+            if let Some(r) = live.borrow_mut().as_mut() {
+                if let Ok(t) = r.refresh() {
+                    seen.borrow_mut()
+                        .push((t.records, t.tasks.len(), t.end.is_some()));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let run = async {
+        let r = run_on(node, PI, suite_conf(&[]), Some(plan)).await;
+        done.set(true);
+        r
+    };
+    let (r, ()) = tokio::join!(run, watch);
+    r.assert_succeeded();
+    r.node.cluster.shutdown(Duration::from_secs(10)).await;
+    let app = r.outcome.app_id.to_string();
+    let mut live = live
+        .into_inner()
+        .expect("the application's directory appeared while it ran");
+    let live_end = live.refresh().unwrap().clone();
+    let fresh = TimelineReader::new(dir.path(), &app).refresh().unwrap().clone();
+    assert_eq!(live_end, fresh);
+    assert!(fresh.end.is_some() && fresh.tasks.len() >= 24);
+    let seen = seen.into_inner();
+    assert!(!seen.is_empty());
+    assert!(
+        seen.windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1 && (!w[0].2 || w[1].2)),
+        "records and bars only grow, an end stays: {seen:?}"
+    );
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub const SUPERVISION_EVENTS: &[&str] = &[
 ];
 
 /// Whether an exit reason, as records write it, is an abnormal end.
-fn abnormal_reason(reason: &str) -> bool {
+pub(crate) fn abnormal_reason(reason: &str) -> bool {
     !(reason == "normal"
         || reason == "shutdown"
         || reason == "exit code 0"
@@ -80,7 +80,7 @@ pub fn is_supervision_record(record: &Value) -> bool {
 
 /// Whether `record` is a warning or error of the ResourceManager (YARN's own supervision of
 /// an application: an AM container that exited fails its attempt).
-fn is_rm_warning(record: &Value) -> bool {
+pub(crate) fn is_rm_warning(record: &Value) -> bool {
     let field = |k: &str| record.get(k).and_then(Value::as_str);
     field("actor_type") == Some("ResourceManager") && matches!(field("level"), Some("WARN" | "ERROR"))
 }

@@ -27,6 +27,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::logs::supervision::{abnormal_reason, is_rm_warning};
+
 /// The most task bars a timeline keeps (the newest; older ones are counted).
 pub const MAX_TASKS: usize = 50_000;
 /// The most marks a timeline keeps (the newest; older ones are counted).
@@ -309,18 +311,23 @@ fn clean(text: &str) -> String {
     out
 }
 
-/// Whether an exit reason, as records write it, is an abnormal end.
-fn abnormal(reason: &str) -> bool {
-    !(reason == "normal"
-        || reason == "shutdown"
-        || reason == "exit code 0"
-        || reason.starts_with("exit code 0:"))
+/// Marks in time order; marks of the same moment in an order of their own (so that the
+/// order does not depend on which file was read first).
+fn mark_order(a: &Mark, b: &Mark) -> std::cmp::Ordering {
+    (a.at, a.kind as u8, &a.actor, a.incarnation, &a.text).cmp(&(
+        b.at,
+        b.kind as u8,
+        &b.actor,
+        b.incarnation,
+        &b.text,
+    ))
 }
 
-/// Drops the oldest entries of `v` beyond `max` (with some slack so that dropping is
-/// amortised), counting them; answers how many were dropped.
-fn trim_front<T>(v: &mut Vec<T>, max: usize, dropped: &mut u64) -> usize {
-    if v.len() <= max + max / 10 {
+/// Drops the oldest entries of `v` beyond `max` once it holds more than `max + slack`
+/// (slack amortises the dropping while records are folded), counting them; answers how many
+/// were dropped.
+fn trim_front<T>(v: &mut Vec<T>, max: usize, slack: usize, dropped: &mut u64) -> usize {
+    if v.len() <= max + slack {
         return 0;
     }
     let n = v.len() - max;
@@ -340,12 +347,14 @@ impl TimelineBuilder {
         }
     }
 
-    /// The timeline so far.
+    /// The timeline so far (the newest [`MAX_TASKS`] bars and [`MAX_MARKS`] marks at most).
     pub fn timeline(&mut self) -> &Timeline {
+        self.trim_tasks(0);
         if self.marks_dirty {
             self.marks_dirty = false;
-            self.t.marks.sort_by_key(|m| m.at);
+            self.t.marks.sort_by(mark_order);
         }
+        trim_front(&mut self.t.marks, MAX_MARKS, 0, &mut self.t.marks_dropped);
         for m in &mut self.t.marks {
             if m.executor_id.is_none() {
                 if let Some((attempt, exec)) = m.container_id.as_ref().and_then(|c| self.containers.get(c)) {
@@ -356,7 +365,29 @@ impl TimelineBuilder {
         }
         if self.actors_dirty {
             self.actors_dirty = false;
-            self.t.actors = self.actors.values().map(|a| a.node.clone()).collect();
+            // Once the application has ended, nothing in its containers runs, whether or
+            // not its end was recorded (a killed process writes nothing more).
+            let ended = self.t.end.is_some();
+            let prefix = format!(
+                "container_{}_",
+                self.t.app_id.strip_prefix("application_").unwrap_or("-")
+            );
+            self.t.actors = self
+                .actors
+                .values()
+                .map(|a| {
+                    let mut node = a.node.clone();
+                    if ended
+                        && node
+                            .container_id
+                            .as_deref()
+                            .is_some_and(|c| c.starts_with(&prefix))
+                    {
+                        node.alive = false;
+                    }
+                    node
+                })
+                .collect();
         }
         &self.t
     }
@@ -380,6 +411,13 @@ impl TimelineBuilder {
         self.fold(record, at);
     }
 
+    /// Folds a lifecycle record from before the application (a node-level actor's start or
+    /// restart) into the supervision tree only.
+    pub fn push_tree(&mut self, record: &Value, at: i64) {
+        self.t.records += 1;
+        self.lifecycle(record, at);
+    }
+
     fn fold(&mut self, record: &Value, at: i64) {
         let attempt = num(record, "attempt").map_or(1, |a| a as u32);
         let msg = field(record, "msg").unwrap_or("");
@@ -389,7 +427,8 @@ impl TimelineBuilder {
             let actor = field(record, "actor").unwrap_or("");
             let own = field(record, "actor_type") == Some("CoarseGrainedExecutorBackend")
                 || actor.strip_suffix(e).is_some_and(|a| a.ends_with("/executor-"));
-            if own && !self.containers.contains_key(c) && container_of(actor) == Some(c) {
+            let room = self.containers.len() < MAX_EXECUTORS * 2;
+            if own && room && !self.containers.contains_key(c) && container_of(actor) == Some(c) {
                 self.containers.insert(c.to_string(), (attempt, e.to_string()));
                 if let Some(&i) = self.executors.get(&(attempt, e.to_string())) {
                     self.t.executors[i]
@@ -498,12 +537,7 @@ impl TimelineBuilder {
                 reason: None,
             });
             self.task_seq.insert(key, seq);
-            let n = trim_front(&mut self.t.tasks, MAX_TASKS, &mut self.t.tasks_dropped);
-            if n > 0 {
-                let base = self.task_base + n as u64;
-                self.task_seq.retain(|_, s| *s >= base);
-                self.task_base = base;
-            }
+            self.trim_tasks(MAX_TASKS / 10);
             return;
         }
         let outcome = if msg.starts_with("Finished ") {
@@ -534,6 +568,16 @@ impl TimelineBuilder {
         }
     }
 
+    /// Keeps the newest [`MAX_TASKS`] bars once there are more than that plus `slack`.
+    fn trim_tasks(&mut self, slack: usize) {
+        let n = trim_front(&mut self.t.tasks, MAX_TASKS, slack, &mut self.t.tasks_dropped);
+        if n > 0 {
+            let base = self.task_base + n as u64;
+            self.task_seq.retain(|_, s| *s >= base);
+            self.task_base = base;
+        }
+    }
+
     fn stage(&mut self, record: &Value, msg: &str, stage: u64, at: i64, attempt: u32) {
         let stage_attempt = num(record, "stage_attempt").unwrap_or(0);
         let key = (attempt, stage, stage_attempt);
@@ -544,7 +588,12 @@ impl TimelineBuilder {
             let tasks = rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
             let from = rest.split_once(" missing tasks from ").map_or("", |(_, f)| f);
             let name = from.split_once(" (").map_or(from, |(label, _)| label);
-            let n = trim_front(&mut self.t.stages, MAX_STAGES, &mut self.t.stages_dropped);
+            let n = trim_front(
+                &mut self.t.stages,
+                MAX_STAGES,
+                MAX_STAGES / 10,
+                &mut self.t.stages_dropped,
+            );
             if n > 0 {
                 self.stages.retain(|_, i| *i >= n);
                 self.stages.values_mut().for_each(|i| *i -= n);
@@ -590,7 +639,12 @@ impl TimelineBuilder {
                 .split_once(" (")
                 .and_then(|(_, r)| r.rsplit_once(") with "))
                 .map_or("", |(n, _)| n);
-            let n = trim_front(&mut self.t.jobs, MAX_JOBS, &mut self.t.jobs_dropped);
+            let n = trim_front(
+                &mut self.t.jobs,
+                MAX_JOBS,
+                MAX_JOBS / 10,
+                &mut self.t.jobs_dropped,
+            );
             if n > 0 {
                 self.jobs.retain(|_, i| *i >= n);
                 self.jobs.values_mut().for_each(|i| *i -= n);
@@ -674,15 +728,16 @@ impl TimelineBuilder {
         match event {
             "actor_restarted" => a.node.restarts += 1,
             "actor_failed" => a.node.failures += 1,
-            "actor_stopped" if reason.is_some_and(abnormal) => a.node.failures += 1,
+            "actor_stopped" if reason.is_some_and(abnormal_reason) => a.node.failures += 1,
             _ => {}
         }
-        // The latest record (by time, then incarnation) says whether it runs.
-        let newer = (at, incarnation) >= (a.state_at, a.node.incarnation);
+        // The latest record (by time, then incarnation, then an end after a start) says
+        // whether it runs, in whatever order the records were read.
+        let alive = matches!(event, "actor_started" | "actor_restarted");
+        let newer = (at, incarnation, !alive) >= (a.state_at, a.node.incarnation, !a.node.alive);
         if newer {
             a.state_at = at;
             a.node.incarnation = incarnation;
-            let alive = matches!(event, "actor_started" | "actor_restarted");
             a.node.alive = alive;
             a.node.ended = if alive {
                 None
@@ -700,14 +755,11 @@ impl TimelineBuilder {
             "fault_skipped" => MarkKind::KillSkipped,
             "partition_started" => MarkKind::Partition,
             "actor_failed" | "cleanup_panicked" => MarkKind::Failure,
-            "actor_stopped" if field(record, "reason").is_some_and(abnormal) => MarkKind::Failure,
+            "actor_stopped" if field(record, "reason").is_some_and(abnormal_reason) => MarkKind::Failure,
             "actor_restarted" => MarkKind::Restart,
             "supervisor_escalated" => MarkKind::Escalation,
             "executor_removed" | "executor_expired" => MarkKind::ExecutorLost,
-            "" if field(record, "actor_type") == Some("ResourceManager")
-                && matches!(field(record, "level"), Some("WARN" | "ERROR"))
-                && record.get("app_id").is_some() =>
-            {
+            "" if is_rm_warning(record) && field(record, "app_id") == Some(self.t.app_id.as_str()) => {
                 MarkKind::AttemptFailed
             }
             _ => return,
@@ -747,9 +799,9 @@ impl TimelineBuilder {
         self.marks_dirty = true;
         if self.t.marks.len() > MAX_MARKS + MAX_MARKS / 10 {
             // Trimming keeps the newest by time.
-            self.t.marks.sort_by_key(|m| m.at);
+            self.t.marks.sort_by(mark_order);
             self.marks_dirty = false;
-            trim_front(&mut self.t.marks, MAX_MARKS, &mut self.t.marks_dropped);
+            trim_front(&mut self.t.marks, MAX_MARKS, 0, &mut self.t.marks_dropped);
         }
     }
 
@@ -767,6 +819,7 @@ impl TimelineBuilder {
         {
             let state = to.split(' ').next().unwrap_or("");
             if matches!(state, "FINISHED" | "FAILED" | "KILLED") {
+                self.actors_dirty = true;
                 self.t.end = Some(self.t.end.map_or(at, |e| e.max(at)));
                 self.t.final_state = Some(state.to_string());
             }
@@ -775,5 +828,305 @@ impl TimelineBuilder {
         if let Some((_, status)) = msg.split_once(" unregistered with final status ") {
             self.t.final_status = Some(clean(status));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const APP: &str = "application_1_0001";
+    const AM: &str = "/node/nm-host1/container_1_0001_01_000001/am";
+    const C2: &str = "container_1_0001_01_000002";
+
+    fn driver(msg: &str, extra: Value) -> Value {
+        let mut r = json!({"level": "INFO", "msg": msg, "cluster": "c1", "actor": format!("{AM}/driver/dag-scheduler"),
+            "actor_type": "DAGScheduler", "incarnation": 1, "app_id": APP, "attempt": 1,
+            "container_id": "container_1_0001_01_000001"});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    }
+
+    fn lifecycle(actor: &str, event: &str, incarnation: u64, reason: Option<&str>) -> Value {
+        let mut r = json!({"level": "INFO", "msg": format!("{event}"), "cluster": "c1", "actor": actor,
+            "actor_type": "CoarseGrainedExecutorBackend", "incarnation": incarnation, "event": event});
+        if let Some(reason) = reason {
+            r["reason"] = json!(reason);
+        }
+        r
+    }
+
+    fn start_task(tid: u64, exec: &str) -> Value {
+        driver(
+            &format!("Starting task {tid}.0 in stage 0.0 (TID {tid}) (host2, executor {exec}, partition {tid}, PROCESS_LOCAL, 900 bytes) taskResourceAssignments Map()"),
+            json!({"stage_id": 0, "stage_attempt": 0, "task_id": tid, "index": tid, "executor_id": exec, "host": "host2"}),
+        )
+    }
+
+    fn end_task(tid: u64, exec: &str, msg: &str) -> Value {
+        driver(
+            msg,
+            json!({"stage_id": 0, "stage_attempt": 0, "task_id": tid, "index": tid, "executor_id": exec, "host": "host2"}),
+        )
+    }
+
+    /// A run: executor 1 registers, job 0 with stage 0 runs three tasks (one succeeds, one is
+    /// lost with its executor, one killed), executor 1 is killed and its actor restarted.
+    fn run() -> Vec<(Value, i64)> {
+        let exec_actor = format!("/node/nm-host2/{C2}/executor-1");
+        vec![
+            (driver("Got job 0 (reduce at SparkPi) with 3 output partitions", json!({"job_id": 0})), 1_000),
+            (driver("Submitting 3 missing tasks from ResultStage 0 (MapPartitionsRDD[1] at map at SparkPi) (first 15 tasks are for partitions Vector(0, 1, 2))", json!({"job_id": 0, "stage_id": 0, "stage_attempt": 0})), 1_001),
+            (driver("Registered executor x (host2) with ID 1, ResourceProfileId 0", json!({"event": "executor_registered", "executor_id": "1", "host": "host2"})), 990),
+            (lifecycle(&exec_actor, "actor_started", 1, None), 980),
+            (json!({"msg": "Got assigned task 0", "cluster": "c1", "actor": exec_actor, "actor_type": "CoarseGrainedExecutorBackend",
+                "app_id": APP, "attempt": 1, "container_id": C2, "executor_id": "1", "task_id": 0}), 1_010),
+            (start_task(0, "1"), 1_005),
+            (start_task(1, "1"), 1_006),
+            (start_task(2, "1"), 1_007),
+            (end_task(0, "1", "Finished task 0.0 in stage 0.0 (TID 0) in 20 ms on host2 (executor 1) (1/3)"), 1_025),
+            (end_task(2, "1", "Lost task 2.0 in stage 0.0 (TID 2) (host2 executor 1): TaskKilled (another attempt succeeded)"), 1_030),
+            ({ let mut r = lifecycle(&exec_actor, "fault_injected", 1, None); r["msg"] = json!("fault injection: stop it"); r["by"] = json!("chaos"); r["container_id"] = json!(C2); r }, 1_040),
+            (lifecycle(&exec_actor, "actor_failed", 1, Some("killed by chaos")), 1_041),
+            (lifecycle(&exec_actor, "actor_restarted", 2, None), 1_050),
+            (driver("Removed executor 1 on host2: Container from a bad node", json!({"event": "executor_removed", "executor_id": "1", "reason": "Container from a bad node"})), 1_060),
+            (end_task(1, "1", "Lost task 1.0 in stage 0.0 (TID 1) (host2 executor 1): ExecutorLostFailure (executor 1 exited)"), 1_061),
+        ]
+    }
+
+    fn build(records: &[(Value, i64)]) -> Timeline {
+        let mut b = TimelineBuilder::new(APP);
+        for (r, at) in records {
+            b.push(r, *at);
+        }
+        b.timeline().clone()
+    }
+
+    #[test]
+    fn a_run_becomes_lanes_jobs_stages_bars_and_marks() {
+        let t = build(&run());
+        assert_eq!(t.start, 980);
+        assert_eq!(t.last, 1_061);
+        assert_eq!(t.end, None, "no final state recorded: the end is missing");
+        assert_eq!(t.executors.len(), 1);
+        let e = &t.executors[0];
+        assert_eq!(
+            (e.id.as_str(), e.host.as_str(), e.added, e.removed),
+            ("1", "host2", Some(990), Some(1_060))
+        );
+        assert_eq!(e.container_id.as_deref(), Some(C2));
+        assert_eq!(e.removed_reason.as_deref(), Some("Container from a bad node"));
+        assert_eq!(e.tasks, 3);
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(t.jobs[0].name, "reduce at SparkPi");
+        assert_eq!(t.jobs[0].outcome, Outcome::Running);
+        assert_eq!(t.stages.len(), 1);
+        assert_eq!(
+            (t.stages[0].name.as_str(), t.stages[0].tasks),
+            ("ResultStage 0", 3)
+        );
+        let outcomes: Vec<(u64, Outcome, Option<i64>)> =
+            t.tasks.iter().map(|b| (b.id, b.outcome, b.end)).collect();
+        assert_eq!(
+            outcomes,
+            [
+                (0, Outcome::Succeeded, Some(1_025)),
+                (1, Outcome::Failed, Some(1_061)),
+                (2, Outcome::Killed, Some(1_030))
+            ]
+        );
+        assert!(t.tasks[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("ExecutorLostFailure"));
+        // Marks in time order, the executor's own on its lane.
+        let marks: Vec<(MarkKind, i64, Option<&str>)> = t
+            .marks
+            .iter()
+            .map(|m| (m.kind, m.at, m.executor_id.as_deref()))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                (MarkKind::Kill, 1_040, Some("1")),
+                (MarkKind::Failure, 1_041, Some("1")),
+                (MarkKind::Restart, 1_050, Some("1")),
+                (MarkKind::ExecutorLost, 1_060, Some("1"))
+            ]
+        );
+        let kill = &t.marks[0];
+        assert_eq!(kill.actor, format!("/node/nm-host2/{C2}/executor-1"));
+        assert_eq!(kill.text, "fault injection: stop it (by chaos)");
+        assert_eq!(kill.incarnation, Some(1));
+    }
+
+    #[test]
+    fn restarts_and_incarnations_make_the_tree_in_any_order() {
+        let records = run();
+        let forward = build(&records);
+        let mut reversed = records.clone();
+        reversed.reverse();
+        let backward = build(&reversed);
+        assert_eq!(
+            forward.actors, backward.actors,
+            "the tree does not depend on reading order"
+        );
+        assert_eq!(forward.tasks.len(), 3);
+        let a = &forward.actors[0];
+        assert_eq!(a.path, format!("/node/nm-host2/{C2}/executor-1"));
+        assert_eq!((a.incarnation, a.restarts, a.failures, a.alive), (2, 1, 1, true));
+        assert_eq!(a.container_id.as_deref(), Some(C2));
+        assert_eq!(a.actor_type, "CoarseGrainedExecutorBackend");
+        // Its second incarnation stops normally: not a failure, not alive.
+        let mut more = records;
+        more.push((lifecycle(&a.path, "actor_stopped", 2, Some("shutdown")), 1_100));
+        let t = build(&more);
+        let a = &t.actors[0];
+        assert_eq!((a.incarnation, a.failures, a.alive), (2, 1, false));
+        assert_eq!(a.ended.as_deref(), Some("shutdown"));
+        // An abnormal stop is a failure and a mark.
+        more.push((
+            lifecycle("/node/rm", "actor_stopped", 1, Some("killed by x")),
+            1_101,
+        ));
+        let t = build(&more);
+        let rm = t.actors.iter().find(|a| a.path == "/node/rm").unwrap();
+        assert_eq!((rm.failures, rm.alive), (1, false));
+        assert!(t
+            .marks
+            .iter()
+            .any(|m| m.kind == MarkKind::Failure && m.actor == "/node/rm" && m.executor_id.is_none()));
+    }
+
+    #[test]
+    fn the_end_is_the_resource_managers_final_state() {
+        let mut records = run();
+        let rm = |msg: &str| json!({"msg": msg, "actor": "/node/rm", "actor_type": "ResourceManager", "app_id": APP, "level": "INFO"});
+        records.push((
+            rm("ApplicationMaster of appattempt_1_0001_000001 unregistered with final status SUCCEEDED"),
+            1_200,
+        ));
+        records.push((
+            rm("application_1_0001 State change from RUNNING to FINISHED on event = ATTEMPT_FINISHED"),
+            1_201,
+        ));
+        records.push((
+            driver(
+                "Job 0 finished: reduce at SparkPi, took 190.0 ms",
+                json!({"job_id": 0}),
+            ),
+            1_190,
+        ));
+        records.push((
+            driver(
+                "ResultStage 0 (reduce at SparkPi) finished in 0.188 s",
+                json!({"stage_id": 0, "stage_attempt": 0}),
+            ),
+            1_189,
+        ));
+        let t = build(&records);
+        assert_eq!(t.end, Some(1_201));
+        assert_eq!(t.final_state.as_deref(), Some("FINISHED"));
+        // The restarted executor left no stop record; the application's end ended it.
+        assert!(t.actors.iter().all(|a| !a.alive), "{:?}", t.actors);
+        assert_eq!(t.final_status.as_deref(), Some("SUCCEEDED"));
+        assert_eq!(
+            (t.jobs[0].outcome, t.jobs[0].end),
+            (Outcome::Succeeded, Some(1_190))
+        );
+        assert_eq!(t.stages[0].outcome, Outcome::Succeeded);
+        assert_eq!(t.stages[0].name, "ResultStage 0 (reduce at SparkPi)");
+        // A failed attempt's warning from the RM is a mark; another app's state is not an end.
+        let mut other = run();
+        other.push((
+            json!({"msg": "application_1_0002 State change from RUNNING to FAILED on event = ATTEMPT_FAILED",
+            "actor_type": "ResourceManager", "app_id": "application_1_0002"}),
+            1_300,
+        ));
+        other.push((
+            json!({"msg": "AM container exited", "level": "WARN", "actor": "/node/rm",
+            "actor_type": "ResourceManager", "app_id": APP}),
+            1_301,
+        ));
+        let t = build(&other);
+        assert_eq!(t.end, None);
+        assert!(t
+            .marks
+            .iter()
+            .any(|m| m.kind == MarkKind::AttemptFailed && m.at == 1_301));
+    }
+
+    #[test]
+    fn attempts_keep_their_own_ids() {
+        let mut records = run();
+        let mut second = start_task(0, "1");
+        second["attempt"] = json!(2);
+        records.push((second, 2_000));
+        let t = build(&records);
+        assert_eq!(t.tasks.len(), 4);
+        assert_eq!(t.executors.len(), 2, "executor 1 of attempt 2 is another lane");
+        assert_eq!((t.executors[1].attempt, t.executors[1].id.as_str()), (2, "1"));
+        assert_eq!(t.tasks[3].outcome, Outcome::Running);
+    }
+
+    #[test]
+    fn task_bars_are_bounded_and_the_oldest_are_counted() {
+        let mut b = TimelineBuilder::new(APP);
+        let n = MAX_TASKS as u64 + MAX_TASKS as u64 / 5;
+        for tid in 0..n {
+            b.push(&start_task(tid, "1"), tid as i64);
+        }
+        // The newest bars are kept, the first one's end is ignored, the last one's is taken.
+        b.push(&end_task(0, "1", "Finished task 0.0"), n as i64);
+        b.push(&end_task(n - 1, "1", "Finished task 0.0"), n as i64);
+        let t = b.timeline();
+        assert_eq!(t.tasks.len(), MAX_TASKS);
+        assert_eq!(t.tasks.len() as u64 + t.tasks_dropped, n);
+        assert_eq!(
+            t.tasks.last().map(|b| (b.id, b.outcome)),
+            Some((n - 1, Outcome::Succeeded))
+        );
+        assert_eq!(t.tasks[0].id, t.tasks_dropped);
+        assert_eq!(t.executors[0].tasks, n);
+    }
+
+    #[test]
+    fn marks_are_bounded_and_the_newest_kept_in_any_order() {
+        let mut b = TimelineBuilder::new(APP);
+        let n = (MAX_MARKS + MAX_MARKS / 5) as i64;
+        // Two files' marks interleaved out of time order.
+        for i in 0..n {
+            let at = if i % 2 == 0 { i } else { n + i };
+            b.push(&lifecycle("/node/rm", "actor_restarted", 2, None), at);
+        }
+        let t = b.timeline();
+        assert_eq!(t.marks.len(), MAX_MARKS);
+        assert_eq!(t.marks_dropped, n as u64 - MAX_MARKS as u64);
+        assert!(t.marks.windows(2).all(|w| w[0].at <= w[1].at), "in time order");
+        assert_eq!(t.marks.last().map(|m| m.at), Some(2 * n - 1));
+        assert_eq!(t.actors[0].restarts as i64, n, "the tree counts every restart");
+    }
+
+    #[test]
+    fn records_without_the_fields_change_nothing() {
+        let mut b = TimelineBuilder::new(APP);
+        for r in [
+            json!({}),
+            json!({"msg": 5, "task_id": "x", "index": []}),
+            json!({"event": "executor_registered"}),
+            json!({"event": "actor_failed"}),
+            json!({"msg": "Job 7 finished: x", "job_id": 7}),
+            json!({"msg": "ResultStage 3 (x) finished in 1 s", "stage_id": 3}),
+        ] {
+            b.push(&r, 5);
+        }
+        let t = b.timeline();
+        assert!(t.executors.is_empty() && t.jobs.is_empty() && t.stages.is_empty() && t.tasks.is_empty());
+        assert!(t.actors.is_empty());
+        assert_eq!(t.marks.len(), 1, "a failure without an actor is still a mark");
     }
 }

@@ -36,7 +36,7 @@ const MAX_STAGE_ROWS: usize = 8;
 const MAX_TASK_ROWS: usize = 8;
 const TASK_ROW: i64 = 7;
 const BAND_ROW: i64 = 16;
-const ACTOR_ROW: i64 = 18;
+const ACTOR_ROW: i64 = 22;
 /// The longest label drawn, in characters.
 const MAX_LABEL: usize = 200;
 
@@ -55,10 +55,10 @@ text{font-family:sans-serif;font-size:11px;fill:#222}\
 .task{stroke:none}.task.success{fill:#5cb85c}.task.failed{fill:#d9534f}\
 .task.killed{fill:#f0ad4e}.task.running{fill:#5bc0de}\
 .executor-added{stroke:#2a8a2a;stroke-width:2}.executor-removed{stroke:#b33;stroke-width:2}\
-.mark path{stroke:#222;stroke-width:0.7}\
-.mark.kill path{fill:#d00}.mark.kill-skipped path{fill:#bbb}.mark.partition path{fill:#36c}\
-.mark.failure path{fill:#f60}.mark.restart path{fill:#2a2}.mark.escalation path{fill:#80c}\
-.mark.executor-lost path{fill:#a50}.mark.attempt-failed path{fill:#700}\
+.mark path,.legend-mark path{stroke:#222;stroke-width:0.7}\
+.kill path{fill:#d00}.kill-skipped path{fill:#bbb}.partition path{fill:#36c}\
+.failure path{fill:#f60}.restart path{fill:#2a2}.escalation path{fill:#80c}\
+.executor-lost path{fill:#a50}.attempt-failed path{fill:#700}\
 .actor-row line{stroke:#eee}";
 
 /// Text made safe for XML character data and attribute values: the five special
@@ -163,20 +163,43 @@ fn pack(spans: &[(i64, i64)], max: usize) -> (Vec<usize>, usize) {
     (row, rows)
 }
 
-/// One marker: its shape at (x, y), with a tooltip.
-fn mark(out: &mut String, m: &Mark, x: i64, y: i64, t0: i64) {
-    let kind = m.kind.as_str();
-    let shape = match m.kind {
-        // A cross for a kill, a circle-ish octagon for a failure, a triangle for a restart,
-        // a diamond for an escalation, a square otherwise.
+/// A marker's outline around (0, 0): a star-like cross for a kill, an octagon for a
+/// failure, a triangle for a restart, a diamond for an escalation, a square otherwise.
+fn shape(kind: MarkKind) -> &'static str {
+    match kind {
         MarkKind::Kill | MarkKind::KillSkipped => {
-            "M-5,-5L5,5M5,-5L-5,5M-2,-5L0,-3L2,-5L5,-2L3,0L5,2L2,5L0,3L-2,5L-5,2L-3,0L-5,-2Z"
+            "M-2,-5L0,-3L2,-5L5,-2L3,0L5,2L2,5L0,3L-2,5L-5,2L-3,0L-5,-2Z"
         }
         MarkKind::Failure | MarkKind::AttemptFailed => "M-2,-5L2,-5L5,-2L5,2L2,5L-2,5L-5,2L-5,-2Z",
         MarkKind::Restart => "M0,-5L5,4L-5,4Z",
         MarkKind::Escalation => "M0,-6L6,0L0,6L-6,0Z",
         MarkKind::ExecutorLost | MarkKind::Partition => "M-4,-4L4,-4L4,4L-4,4Z",
-    };
+    }
+}
+
+/// Draws the marks of one row around `y`: marks that would cover each other are moved up
+/// and down, and kills come last so that they are drawn on top.
+fn marks_row(out: &mut String, marks: &[&Mark], scale: &Scale, y: i64, spread: i64) {
+    let mut sorted: Vec<&Mark> = marks.to_vec();
+    sorted.sort_by_key(|m| (m.kind == MarkKind::Kill, m.at));
+    let mut placed: Vec<(i64, i64)> = Vec::new();
+    for m in sorted {
+        let x = scale.x(m.at);
+        let offsets = [0, -spread, spread];
+        let dy = offsets
+            .iter()
+            .copied()
+            .find(|dy| !placed.iter().any(|&(px, py)| (px - x).abs() < 10 && py == y + dy))
+            .unwrap_or(0);
+        placed.push((x, y + dy));
+        mark(out, m, x, y + dy, scale.t0);
+    }
+}
+
+/// One marker: its shape at (x, y), with a tooltip.
+fn mark(out: &mut String, m: &Mark, x: i64, y: i64, t0: i64) {
+    let kind = m.kind.as_str();
+    let shape = shape(m.kind);
     let incarnation = m.incarnation.map(|i| format!("#{i}")).unwrap_or_default();
     let title = format!(
         "{kind}: {}{incarnation} at {} (+{}): {}",
@@ -192,6 +215,14 @@ fn mark(out: &mut String, m: &Mark, x: i64, y: i64, t0: i64) {
         m.at,
         esc(&title, 600)
     );
+}
+
+/// A bar's label, drawn only when it fits inside the bar (about 6 px a character).
+fn label_inside(label: &str, x: i64, w: i64, y: i64) -> String {
+    if (label.chars().count() as i64) * 6 + 4 > w {
+        return String::new();
+    }
+    format!("<text x=\"{}\" y=\"{y}\">{}</text>", x + 2, esc(label, MAX_LABEL))
 }
 
 /// The axis ticks: a round step giving about ten ticks over `span` ms.
@@ -301,7 +332,7 @@ pub fn render_svg(t: &Timeline) -> String {
             .unwrap_or_else(|| "running".into());
         let _ = writeln!(
             body,
-            "<g class=\"job {}\" data-job=\"{}\" data-attempt=\"{}\"><title>Job {} (attempt {}): {} — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/><text x=\"{}\" y=\"{}\">Job {}</text></g>",
+            "<g class=\"job {}\" data-job=\"{}\" data-attempt=\"{}\"><title>Job {} (attempt {}): {} — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/>{}</g>",
             j.outcome.as_str(),
             j.id,
             j.attempt,
@@ -310,9 +341,7 @@ pub fn render_svg(t: &Timeline) -> String {
             esc(&j.name, MAX_LABEL),
             j.outcome.as_str(),
             BAND_ROW - 3,
-            x + 2,
-            ry + 10,
-            j.id
+            label_inside(&format!("Job {}", j.id), x, w, ry + 10)
         );
     }
 
@@ -330,7 +359,7 @@ pub fn render_svg(t: &Timeline) -> String {
         let job = s.job_id.map(|j| format!(", job {j}")).unwrap_or_default();
         let _ = writeln!(
             body,
-            "<g class=\"stage {}\" data-stage=\"{}\" data-stage-attempt=\"{}\" data-attempt=\"{}\"><title>Stage {}.{} (attempt {}{job}): {}, {} tasks — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/><text x=\"{}\" y=\"{}\">{}.{}</text></g>",
+            "<g class=\"stage {}\" data-stage=\"{}\" data-stage-attempt=\"{}\" data-attempt=\"{}\"><title>Stage {}.{} (attempt {}{job}): {}, {} tasks — {}, {took}</title><rect x=\"{x}\" y=\"{ry}\" width=\"{w}\" height=\"{}\"/>{}</g>",
             s.outcome.as_str(),
             s.id,
             s.stage_attempt,
@@ -342,10 +371,7 @@ pub fn render_svg(t: &Timeline) -> String {
             s.tasks,
             s.outcome.as_str(),
             BAND_ROW - 3,
-            x + 2,
-            ry + 10,
-            s.id,
-            s.stage_attempt
+            label_inside(&format!("{}.{}", s.id, s.stage_attempt), x, w, ry + 10)
         );
     }
 
@@ -381,7 +407,8 @@ pub fn render_svg(t: &Timeline) -> String {
             .map(|&i| (t.tasks[i].start, t.tasks[i].end.unwrap_or(t1)))
             .collect();
         let (rows, n) = pack(&spans, MAX_TASK_ROWS);
-        let h = (n as i64 * TASK_ROW + 8).max(26);
+        let marks = marks_of.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let h = (n as i64 * TASK_ROW + 8).max(if marks.is_empty() { 26 } else { 36 });
         let _ = writeln!(
             body,
             "<g class=\"lane\" id=\"lane-{}-{}\" data-executor=\"{}\" data-attempt=\"{}\" data-host=\"{}\">",
@@ -458,9 +485,7 @@ pub fn render_svg(t: &Timeline) -> String {
                 esc(e.removed_reason.as_deref().unwrap_or(""), 400)
             );
         }
-        for m in marks_of.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
-            mark(&mut body, m, scale.x(m.at), y + h / 2, t0);
-        }
+        marks_row(&mut body, marks, &scale, y + h / 2, 9);
         body.push_str("</g>\n");
         y += h + 3;
     }
@@ -504,16 +529,14 @@ pub fn render_svg(t: &Timeline) -> String {
                 esc(&label, 60),
                 esc(actor, MAX_LABEL)
             );
-            for m in marks {
-                mark(&mut body, m, scale.x(m.at), y + ACTOR_ROW / 2, t0);
-            }
+            marks_row(&mut body, &marks, &scale, y + ACTOR_ROW / 2, 5);
             body.push_str("</g>\n");
             y += ACTOR_ROW;
         }
     }
 
     // Legend.
-    y += 14;
+    y += 22;
     let legend: [(&str, &str); 4] = [
         ("task success", "succeeded"),
         ("task failed", "failed"),
@@ -542,11 +565,11 @@ pub fn render_svg(t: &Timeline) -> String {
     ] {
         let _ = write!(
             body,
-            "<g class=\"legend-mark {}\" transform=\"translate({},{})\"><path class=\"{}\" d=\"M-4,-4L4,-4L4,4L-4,4Z\"/></g><text x=\"{}\" y=\"{}\">{}</text>",
+            "<g class=\"legend-mark {}\" transform=\"translate({},{})\"><path d=\"{}\"/></g><text x=\"{}\" y=\"{}\">{}</text>",
             kind.as_str(),
             x + 5,
             y - 4,
-            kind.as_str(),
+            shape(kind),
             x + 14,
             y,
             kind.as_str()
@@ -629,6 +652,128 @@ mod tests {
         let (rows, n) = pack(&[(0, 10), (1, 10), (2, 10)], 2);
         assert_eq!(n, 2);
         assert_eq!(rows.len(), 3);
+    }
+
+    fn sample() -> Timeline {
+        use crate::logs::timeline::{ExecutorLane, Outcome, TaskBar};
+        let lane = |id: &str, host: &str| ExecutorLane {
+            attempt: 1,
+            id: id.into(),
+            host: host.into(),
+            container_id: None,
+            added: Some(1_000),
+            removed: None,
+            removed_reason: None,
+            tasks: 1,
+        };
+        let bar = |id: u64, exec: &str, outcome| TaskBar {
+            attempt: 1,
+            id,
+            stage_id: 0,
+            stage_attempt: 0,
+            index: id,
+            executor_id: exec.into(),
+            host: "h".into(),
+            start: 1_100,
+            end: (outcome != Outcome::Running).then_some(1_500),
+            outcome,
+            reason: None,
+        };
+        let m = |kind, actor: &str, exec: Option<&str>| Mark {
+            at: 1_300,
+            kind,
+            actor: actor.into(),
+            text: "killed by <chaos> & \"friends\"".into(),
+            incarnation: Some(1),
+            container_id: None,
+            executor_id: exec.map(str::to_string),
+            attempt: 1,
+        };
+        Timeline {
+            app_id: "application_1_0001".into(),
+            start: 1_000,
+            last: 2_000,
+            executors: vec![lane("1", "host<1>"), lane("2", "host2")],
+            tasks: vec![
+                bar(0, "1", Outcome::Succeeded),
+                bar(1, "1", Outcome::Failed),
+                bar(2, "2", Outcome::Killed),
+                bar(3, "2", Outcome::Running),
+            ],
+            marks: vec![
+                m(MarkKind::Kill, "/node/nm-h/container_1/executor-1", Some("1")),
+                m(MarkKind::Restart, "/node/rm", None),
+                m(MarkKind::Escalation, "/node/a&b", None),
+            ],
+            tasks_dropped: 7,
+            ..Timeline::default()
+        }
+    }
+
+    #[test]
+    fn the_picture_is_well_formed_with_its_lanes_bars_and_marks() {
+        let svg = render_svg(&sample());
+        let doc = crate::logs::timeline::xml::parse(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+        let all = doc.descendants();
+        let with = |class: &str| -> Vec<&crate::logs::timeline::xml::Element> {
+            all.iter()
+                .copied()
+                .filter(|e| {
+                    let classes: Vec<&str> = e.attr("class").unwrap_or("").split_whitespace().collect();
+                    class.split(' ').all(|c| classes.contains(&c))
+                })
+                .collect()
+        };
+        let lanes: Vec<(&str, &str)> = with("lane")
+            .iter()
+            .map(|e| (e.attr("data-executor").unwrap(), e.attr("data-host").unwrap()))
+            .collect();
+        assert_eq!(lanes, [("1", "host<1>"), ("2", "host2")]);
+        assert_eq!(with("task").len(), 4 + 4, "four bars and four legend swatches");
+        assert_eq!(with("task killed").len(), 2);
+        let kills = with("mark kill");
+        assert_eq!(kills.len(), 1);
+        assert_eq!(
+            kills[0].attr("data-actor"),
+            Some("/node/nm-h/container_1/executor-1")
+        );
+        let title = &kills[0].children[0];
+        assert_eq!(title.name, "title");
+        assert!(
+            title.text.contains("/node/nm-h/container_1/executor-1#1"),
+            "{}",
+            title.text
+        );
+        assert!(
+            title.text.contains("killed by <chaos> & \"friends\""),
+            "{}",
+            title.text
+        );
+        // The kill is on executor 1's lane; the others on their actors' rows.
+        let lane1 = with("lane")[0];
+        assert_eq!(
+            lane1
+                .descendants()
+                .iter()
+                .filter(|e| e.attr("data-kind") == Some("kill"))
+                .count(),
+            1
+        );
+        let rows: Vec<&str> = with("actor-row")
+            .iter()
+            .map(|e| e.attr("data-actor").unwrap())
+            .collect();
+        assert_eq!(rows, ["/node/a&b", "/node/rm"]);
+        assert_eq!(with("mark escalation").len(), 1);
+        assert_eq!(with("mark restart").len(), 1);
+        // The bound is said on the picture.
+        assert!(svg.contains("The oldest 7 task bars are not drawn"), "{svg}");
+    }
+
+    #[test]
+    fn an_empty_timeline_still_draws() {
+        let svg = render_svg(&Timeline::default());
+        assert!(crate::logs::timeline::xml::parse(&svg).is_ok(), "{svg}");
     }
 
     #[test]
