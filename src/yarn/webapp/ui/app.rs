@@ -5,6 +5,8 @@
 //! node's cluster join that history in the supervision tree. While the application runs, the
 //! page's script replaces the sections with `/cluster/app/{id}/sections` every 2 s, until a
 //! fragment says the application is final.
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -1,5 +1,7 @@
 //! The UI's one stylesheet and one script, served by the app itself (no CDN, nothing
 //! fetched from elsewhere).
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 /// `/static/sparkyard.css`.
 pub const CSS: &str = r#"

@@ -1,5 +1,7 @@
 //! The pieces every page is built of: escaping, the page frame with its navigation, tables,
 //! times and sizes. Every value that reaches a page goes through [`esc`].
+//!
+//! Layer: yarn (above rpc; knows nothing of Spark).
 
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
