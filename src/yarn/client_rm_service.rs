@@ -563,7 +563,7 @@ mod tests {
     }
 
     #[test]
-    fn the_client_protocol_greets_with_version_4() {
-        assert_eq!(P::GREETING, [b'S', b'P', b'K', b'Y', 4]);
+    fn the_client_protocol_greets_with_version_5() {
+        assert_eq!(P::GREETING, [b'S', b'P', b'K', b'Y', 5]);
     }
 }

@@ -51,6 +51,7 @@ fn needed_access(request: &ClientRequest) -> Option<(ApplicationAccessType, &'st
         ClientRequest::GetContainerOutput(m) => {
             Some((ViewApp, "Get Container Output", m.container_id.attempt.app))
         }
+        ClientRequest::GetContainers(m) => Some((ViewApp, "Get Containers", m.attempt_id.app)),
         _ => None,
     }
 }
@@ -78,6 +79,7 @@ async fn check_access(
     }
     let target = match &call.request {
         ClientRequest::GetContainerOutput(m) => m.container_id.to_string(),
+        ClientRequest::GetContainers(m) => m.attempt_id.to_string(),
         _ => app_id.to_string(),
     };
     let why = AclsManager::app_refusal(user, access, &target);
@@ -92,6 +94,7 @@ async fn check_access(
     Err(Ok(match call.request {
         ClientRequest::KillApplication(_) => ClientResponse::KillApplication(Err(denied)),
         ClientRequest::GetContainerOutput(_) => ClientResponse::ContainerOutput(Err(denied)),
+        ClientRequest::GetContainers(_) => ClientResponse::Containers(Err(denied)),
         _ => ClientResponse::ApplicationReport(Err(denied)),
     }))
 }
@@ -160,6 +163,10 @@ pub async fn serve(
         },
         ClientRequest::GetNodeReports(m) => match rm.ask(m, timeout).await {
             Ok(r) => ClientResponse::NodeReports(r),
+            Err(e) => failed(e),
+        },
+        ClientRequest::GetContainers(m) => match rm.ask(m, timeout).await {
+            Ok(r) => ClientResponse::Containers(r),
             Err(e) => failed(e),
         },
     }

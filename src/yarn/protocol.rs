@@ -5,6 +5,7 @@
 //! - ApplicationClientProtocol (Client → ResourceManager): [`GetNewApplication`],
 //!   [`SubmitApplication`], [`GetApplicationReport`], [`KillApplication`],
 //!   [`GetClusterNodes`], [`GetApplications`], [`GetNodeReports`] (the nodes by state),
+//!   [`GetContainers`] (an attempt's containers, for the web UI),
 //!   and sparkyard's [`GetContainerOutput`] (a container's stdout, which YARN serves
 //!   through the NodeManager's log pages).
 //! - ApplicationMasterProtocol (ApplicationMaster → ResourceManager):
@@ -254,6 +255,40 @@ pub struct QueueInfo {
     pub max_am_resource_percent: f64,
 }
 
+// ------------------------------------------------------------------ the web UI's queries
+
+/// The containers of one application attempt (YARN's GetContainersRequest), for the web
+/// UI's application page: every container the RM granted the attempt, its AM container
+/// first, running and completed, with its host and state; at most
+/// [`MAX_CONTAINER_REPORTS`] per attempt (the first ones granted). Needs VIEW_APP.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, actix::Message)]
+#[rtype(result = "Result<Vec<ContainerReport>, YarnError>")]
+pub struct GetContainers {
+    pub attempt_id: ApplicationAttemptId,
+}
+
+/// The most container reports the RM keeps for one attempt.
+pub const MAX_CONTAINER_REPORTS: usize = 10_000;
+
+/// YARN's ContainerReport, as far as sparkyard keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerReport {
+    pub container_id: ContainerId,
+    /// The NodeManager's host it was placed on.
+    pub host: String,
+    pub resource: Resource,
+    pub priority: u32,
+    /// RUNNING until it completes, then COMPLETE.
+    pub state: ContainerState,
+    /// Milliseconds since the Unix epoch.
+    pub start_time: u64,
+    /// 0 while it runs.
+    pub finish_time: u64,
+    /// Its exit status once complete.
+    pub exit_status: Option<i32>,
+    pub diagnostics: String,
+}
+
 // ------------------------------------------------------------------ ApplicationMasterProtocol
 
 /// The AM registers its attempt (host, port and tracking URL of the driver in cluster mode).
@@ -480,6 +515,7 @@ pub enum ClientRequest {
     Admin(AdminRequest),
     GetApplications(GetApplications),
     GetNodeReports(GetNodeReports),
+    GetContainers(GetContainers),
 }
 
 /// The answer to a [`ClientRequest`], variant for variant. (A report is much larger than the
@@ -501,6 +537,7 @@ pub enum ClientResponse {
     Denied(String),
     Applications(Vec<ApplicationListing>),
     NodeReports(Vec<NodeReport>),
+    Containers(Result<Vec<ContainerReport>, YarnError>),
 }
 
 impl ClientRequest {
@@ -516,6 +553,7 @@ impl ClientRequest {
             ClientRequest::Admin(a) => a.name(),
             ClientRequest::GetApplications(_) => "GetApplications",
             ClientRequest::GetNodeReports(_) => "GetClusterNodes",
+            ClientRequest::GetContainers(_) => "GetContainers",
         }
     }
 }
@@ -532,8 +570,9 @@ impl WireProtocol for ClientProtocol {
     /// Version 2 added sparkyard's admin calls (`sparkyard actors`, `sparkyard chaos`);
     /// version 3 the caller of every call ([`ClientCall`]), the application's ACLs in its
     /// submission context, and `sparkyard chaos heal`; version 4 GetApplications and the
-    /// nodes by state (`sparkyard application -list`, `sparkyard node -list`).
-    const VERSION: u8 = 4;
+    /// nodes by state (`sparkyard application -list`, `sparkyard node -list`); version 5
+    /// GetContainers (the web UI's application page).
+    const VERSION: u8 = 5;
     const SERVER: &'static str = "ResourceManager";
     const CONNECT_HINT: &'static str = "is 'sparkyard node' running?";
     const NAME: &'static str = "client protocol";
@@ -720,6 +759,7 @@ crate::protocol! {
         // The web app's queries.
         GetClusterMetrics,
         GetQueueInfo,
+        GetContainers,
     }
 }
 

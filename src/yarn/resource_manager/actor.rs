@@ -338,6 +338,25 @@ impl Handler<GetApplications> for ResourceManager {
     }
 }
 
+impl Handler<GetContainers> for ResourceManager {
+    type Result = Result<Vec<ContainerReport>, YarnError>;
+
+    fn handle(&mut self, msg: GetContainers, _: &mut Context<Self>) -> Self::Result {
+        let answer = self.state.lock().containers(&msg.attempt_id);
+        tracing::debug!(
+            attempt_id = %msg.attempt_id,
+            containers = answer.as_ref().map(|c| c.len() as u64).unwrap_or(0),
+            "GetContainers for {}: {}",
+            msg.attempt_id,
+            match &answer {
+                Ok(c) => format!("{} container(s)", c.len()),
+                Err(e) => e.to_string(),
+            }
+        );
+        answer
+    }
+}
+
 impl Handler<GetNodeReports> for ResourceManager {
     type Result = MessageResult<GetNodeReports>;
 

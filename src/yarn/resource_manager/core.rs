@@ -168,6 +168,9 @@ pub struct RMAppAttempt {
     updated_nodes: Vec<NodeReport>,
     /// The AM's progress from its last Allocate (1 once it unregistered).
     progress: f32,
+    /// Every container granted to it, running and completed, in the order granted (at
+    /// most [`MAX_CONTAINER_REPORTS`]; GetContainers).
+    container_reports: Vec<ContainerReport>,
 }
 
 impl RMAppAttempt {
@@ -190,6 +193,46 @@ impl RMAppAttempt {
             am_diagnostics: String::new(),
             updated_nodes: Vec::new(),
             progress: 0.0,
+            container_reports: Vec::new(),
+        }
+    }
+
+    /// Keeps the report of a container just granted to it (RUNNING), while below the bound.
+    fn container_granted(&mut self, c: &Container, now: u64) {
+        if self.container_reports.len() >= MAX_CONTAINER_REPORTS {
+            tracing::debug!(
+                container_id = %c.id,
+                "Container {} is not kept for GetContainers: {} already kept for {}",
+                c.id,
+                MAX_CONTAINER_REPORTS,
+                self.id
+            );
+            return;
+        }
+        self.container_reports.push(ContainerReport {
+            container_id: c.id,
+            host: c.node.clone(),
+            resource: c.resource,
+            priority: c.priority,
+            state: ContainerState::Running,
+            start_time: now,
+            finish_time: 0,
+            exit_status: None,
+            diagnostics: String::new(),
+        });
+    }
+
+    /// Marks the report of a container COMPLETE with its final status.
+    fn container_done(&mut self, status: &ContainerStatus, now: u64) {
+        if let Some(r) = self
+            .container_reports
+            .iter_mut()
+            .find(|r| r.container_id == status.container_id)
+        {
+            r.state = ContainerState::Complete;
+            r.finish_time = now;
+            r.exit_status = Some(status.exit_status);
+            r.diagnostics = status.diagnostics.clone();
         }
     }
 
@@ -508,6 +551,20 @@ impl ResourceManagerCore {
                 info
             })
             .collect()
+    }
+
+    /// The containers of attempt `attempt_id` (GetContainers), AM container first, in the
+    /// order granted.
+    pub fn containers(&self, attempt_id: &ApplicationAttemptId) -> Result<Vec<ContainerReport>, YarnError> {
+        let app = self
+            .apps
+            .get(&attempt_id.app)
+            .ok_or(YarnError::ApplicationNotFound(attempt_id.app))?;
+        app.attempts
+            .iter()
+            .find(|a| a.id == *attempt_id)
+            .map(|a| a.container_reports.clone())
+            .ok_or(YarnError::ApplicationAttemptNotFound(*attempt_id))
     }
 
     /// The nodes in one of `states` (every node the RM knows when empty).
@@ -1156,6 +1213,7 @@ impl ResourceManagerCore {
         if let Some(attempt) = apps.get_mut(&msg.attempt_id.app).and_then(|a| a.current_mut()) {
             for c in &granted {
                 attempt.containers.insert(c.id);
+                attempt.container_granted(c, now);
                 container_hosts.insert(c.id, c.node.clone());
             }
             running_containers = attempt.containers.len();
@@ -1527,6 +1585,7 @@ impl ResourceManagerCore {
                     attempt.am_pending = false;
                     attempt.am_container = Some(container.clone());
                     attempt.containers.insert(container.id);
+                    attempt.container_granted(&container, now);
                     container_hosts.insert(container.id, container.node.clone());
                     tracing::info!(
                         app_id = %attempt.id.app,
@@ -1576,6 +1635,7 @@ impl ResourceManagerCore {
             status.exit_status = exit_status::ABORTED;
             status.diagnostics = RELEASED_CONTAINER.into();
         }
+        attempt.container_done(&status, now);
         let mut am_ended = None;
         if attempt.am_container.as_ref().map(|c| c.id) == Some(id) {
             am_ended = Some(status.clone());
@@ -2466,6 +2526,69 @@ mod tests {
         assert_eq!(rm.report(&app).unwrap().1.progress, 1.0);
         rm.allocate(&allocate(2, f32::NAN), NOW).0.unwrap();
         assert_eq!(rm.report(&app).unwrap().1.progress, 1.0);
+    }
+
+    #[test]
+    fn get_containers_lists_an_attempts_containers_running_and_completed() {
+        let mut rm = ResourceManagerCore::new(1, &config());
+        rm.register_node(node("host1", 8192), NOW).0.unwrap();
+        let (app, fx) = submit(&mut rm, "default", 1024);
+        let am = launches(&fx).remove(0);
+        let attempt_id = am.id.attempt;
+        register_am(&mut rm, attempt_id);
+        let granted = rm
+            .allocate(
+                &Allocate {
+                    attempt_id,
+                    response_id: 0,
+                    progress: 0.0,
+                    asks: vec![ContainerRequest::any(Resource::new(512, 1), 0)],
+                    releases: Vec::new(),
+                    blacklist: Vec::new(),
+                },
+                NOW + 5,
+            )
+            .0
+            .unwrap()
+            .allocated;
+        assert_eq!(granted.len(), 1);
+        let listed = rm.containers(&attempt_id).unwrap();
+        let ids: Vec<ContainerId> = listed.iter().map(|c| c.container_id).collect();
+        assert_eq!(ids, vec![am.id, granted[0].id], "the AM container first");
+        assert!(listed
+            .iter()
+            .all(|c| c.state == ContainerState::Running && c.host == "host1" && c.exit_status.is_none()));
+        assert_eq!(
+            (listed[1].start_time, listed[1].resource.memory_mb),
+            (NOW + 5, granted[0].resource.memory_mb)
+        );
+        exited(&mut rm, &granted[0], 1);
+        let listed = rm.containers(&attempt_id).unwrap();
+        assert_eq!(listed[0].state, ContainerState::Running);
+        assert_eq!(
+            (
+                listed[1].state,
+                listed[1].exit_status,
+                listed[1].diagnostics.as_str()
+            ),
+            (ContainerState::Complete, Some(1), "exit 1")
+        );
+        let other = ApplicationAttemptId { app, attempt: 7 };
+        assert_eq!(
+            rm.containers(&other),
+            Err(YarnError::ApplicationAttemptNotFound(other))
+        );
+        let unknown = ApplicationAttemptId {
+            app: ApplicationId {
+                cluster_timestamp: 1,
+                id: 99,
+            },
+            attempt: 1,
+        };
+        assert_eq!(
+            rm.containers(&unknown),
+            Err(YarnError::ApplicationNotFound(unknown.app))
+        );
     }
 
     #[test]

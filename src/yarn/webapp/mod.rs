@@ -49,6 +49,8 @@ pub struct WebState {
     pub started_ms: u64,
     /// The web app's log context, entered by every request.
     pub log_ctx: Arc<LogCtx>,
+    /// The web UI's own state (its timeline readers).
+    pub ui: ui::UiState,
 }
 
 /// The web app's address as a URL prefix: `http://host:port`.
@@ -126,13 +128,13 @@ impl Actor for RmWebApp {
             address: address.clone(),
             started_ms: self.started_ms,
             log_ctx: self.me.log_ctx().clone(),
+            ui: ui::UiState::default(),
         });
         let server = actix_web::HttpServer::new(move || {
             actix_web::App::new()
                 .app_data(state.clone())
                 .configure(rest::configure)
                 .configure(ui::configure)
-                .configure(rest::configure_fallbacks)
         })
         .workers(1)
         .max_connections(MAX_CONNECTIONS)

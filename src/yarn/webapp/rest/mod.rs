@@ -52,21 +52,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource(["/ws/v1/cluster/{tail:.*}", "/ws/v1/{tail:.*}"]).to(unknown_resource));
 }
 
-/// Registered after the UI's pages, so any page the UI serves wins: `/cluster` answers 200
-/// even without the UI, as YARN's clients (yarn-api-client's active-RM check among them)
-/// expect of a ResourceManager.
-pub fn configure_fallbacks(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/cluster").route(web::get().to(cluster_page_fallback)));
-}
-
-async fn cluster_page_fallback() -> HttpResponse {
-    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(
-        "<!DOCTYPE html><html><head><title>sparkyard ResourceManager</title></head><body>\
-         <h1>sparkyard ResourceManager</h1><p>REST API: <a href=\"/ws/v1/cluster/info\">/ws/v1/cluster</a></p>\
-         </body></html>",
-    )
-}
-
 async fn unknown_resource(req: HttpRequest, state: web::Data<WebState>) -> HttpResponse {
     let user = caller(&req);
     let r = Err(RestError::NotFound(format!("no resource at {}", req.path())));
