@@ -40,18 +40,6 @@ use crate::yarn::records::{ApplicationId, ApplicationReport, NodeReport, NodeSta
 const WHO_APP: &str = "sparkyard application";
 const WHO_NODE: &str = "sparkyard node";
 
-/// Every YarnApplicationState, in YARN's order (EnumSet prints them so).
-pub const APP_STATES: [YarnApplicationState; 8] = [
-    YarnApplicationState::New,
-    YarnApplicationState::NewSaving,
-    YarnApplicationState::Submitted,
-    YarnApplicationState::Accepted,
-    YarnApplicationState::Running,
-    YarnApplicationState::Finished,
-    YarnApplicationState::Failed,
-    YarnApplicationState::Killed,
-];
-
 /// YARN's NodeState names, in its order; sparkyard's nodes are only ever RUNNING,
 /// DECOMMISSIONING, DECOMMISSIONED or LOST.
 const NODE_STATES: [&str; 8] = [
@@ -141,7 +129,7 @@ fn values(v: &str) -> impl Iterator<Item = &str> {
 
 /// ApplicationCLI's list of valid states.
 fn valid_app_states() -> String {
-    let names: Vec<String> = APP_STATES.iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> = YarnApplicationState::ALL.iter().map(|s| s.to_string()).collect();
     format!(
         "The valid application state can be one of the following: ALL,{}",
         names.join(",")
@@ -150,7 +138,7 @@ fn valid_app_states() -> String {
 
 /// A YarnApplicationState by its name (any case).
 pub fn parse_app_state(name: &str) -> Option<YarnApplicationState> {
-    APP_STATES
+    YarnApplicationState::ALL
         .iter()
         .copied()
         .find(|s| s.to_string().eq_ignore_ascii_case(name.trim()))
@@ -201,7 +189,7 @@ pub fn parse_application(args: &[String]) -> Result<ParsedArgs<AppCommand>, Stri
                 let mut chosen = states.take().unwrap_or_default();
                 for s in values(&value) {
                     if s.eq_ignore_ascii_case("ALL") {
-                        chosen = APP_STATES.to_vec();
+                        chosen = YarnApplicationState::ALL.to_vec();
                         break;
                     }
                     match parse_app_state(s) {
@@ -240,7 +228,7 @@ pub fn parse_application(args: &[String]) -> Result<ParsedArgs<AppCommand>, Stri
                     ]
                 });
             // EnumSet's order.
-            states.sort_by_key(|s| APP_STATES.iter().position(|x| x == s));
+            states.sort_by_key(|s| YarnApplicationState::ALL.iter().position(|x| x == s));
             AppCommand::List { states, types }
         }
         Some(other) if states.is_some() || !types.is_empty() => {
@@ -673,7 +661,7 @@ mod tests {
         assert_eq!(
             c,
             AppCommand::List {
-                states: APP_STATES.to_vec(),
+                states: YarnApplicationState::ALL.to_vec(),
                 types: vec!["SPARK".to_string()]
             }
         );

@@ -226,6 +226,18 @@ pub enum YarnApplicationState {
 }
 
 impl YarnApplicationState {
+    /// Every state, in YARN's order (its `values()`, the order EnumSet prints them in).
+    pub const ALL: [YarnApplicationState; 8] = [
+        YarnApplicationState::New,
+        YarnApplicationState::NewSaving,
+        YarnApplicationState::Submitted,
+        YarnApplicationState::Accepted,
+        YarnApplicationState::Running,
+        YarnApplicationState::Finished,
+        YarnApplicationState::Failed,
+        YarnApplicationState::Killed,
+    ];
+
     /// FINISHED, FAILED or KILLED: the application will not change any more.
     pub fn is_final(self) -> bool {
         matches!(

@@ -94,31 +94,9 @@ impl RmWebApp {
         self
     }
 
-    /// Where the applications' structured records are.
-    pub fn log_dir(mut self, dir: Option<PathBuf>) -> Self {
-        self.log_dir = dir;
-        self
-    }
-}
-
-impl Actor for RmWebApp {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        let listener = match self.listener.try_clone() {
-            Ok(l) => l,
-            Err(e) => {
-                let me = self.me.clone();
-                me.exit(
-                    ctx,
-                    ExitReason::Exit {
-                        code: 1,
-                        message: format!("cannot listen: {e}"),
-                    },
-                );
-                return;
-            }
-        };
+    /// The server on this incarnation's copy of the listener, and the address it serves.
+    fn serve(&self) -> Result<(actix_web::dev::Server, String), String> {
+        let listener = self.listener.try_clone().map_err(|e| format!("cannot listen: {e}"))?;
         let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         let state = actix_web::web::Data::new(WebState {
             rm: self.me.endpoint(&self.rm),
@@ -140,18 +118,27 @@ impl Actor for RmWebApp {
         .max_connections(MAX_CONNECTIONS)
         .disable_signals()
         .shutdown_timeout(1)
-        .listen(listener);
-        let server = match server {
-            Ok(s) => s.run(),
-            Err(e) => {
+        .listen(listener)
+        .map_err(|e| format!("cannot serve on {address}: {e}"))?;
+        Ok((server.run(), address))
+    }
+
+    /// Where the applications' structured records are.
+    pub fn log_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.log_dir = dir;
+        self
+    }
+}
+
+impl Actor for RmWebApp {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (server, address) = match self.serve() {
+            Ok(serving) => serving,
+            Err(message) => {
                 let me = self.me.clone();
-                me.exit(
-                    ctx,
-                    ExitReason::Exit {
-                        code: 1,
-                        message: format!("cannot serve on {address}: {e}"),
-                    },
-                );
+                me.exit(ctx, ExitReason::Exit { code: 1, message });
                 return;
             }
         };

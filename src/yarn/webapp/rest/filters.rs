@@ -8,18 +8,6 @@ use super::errors::RestError;
 use crate::yarn::protocol::ApplicationListing;
 use crate::yarn::records::{FinalApplicationStatus, NodeState, YarnApplicationState};
 
-/// YARN's application states, in YarnApplicationState's order (its `values()`).
-pub const APP_STATES: [YarnApplicationState; 8] = [
-    YarnApplicationState::New,
-    YarnApplicationState::NewSaving,
-    YarnApplicationState::Submitted,
-    YarnApplicationState::Accepted,
-    YarnApplicationState::Running,
-    YarnApplicationState::Finished,
-    YarnApplicationState::Failed,
-    YarnApplicationState::Killed,
-];
-
 /// YARN's final statuses.
 const FINAL_STATUSES: [FinalApplicationStatus; 5] = [
     FinalApplicationStatus::Undefined,
@@ -91,14 +79,14 @@ fn long(value: &str, query: &str) -> Result<i64, RestError> {
 
 /// YARN's name of an application state.
 pub fn parse_app_state(text: &str) -> Option<YarnApplicationState> {
-    APP_STATES
+    YarnApplicationState::ALL
         .into_iter()
         .find(|s| s.to_string() == text.to_ascii_uppercase())
 }
 
 /// The list of application states as Java prints `Arrays.toString(values())`.
 fn app_states_list() -> String {
-    let names: Vec<String> = APP_STATES.iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> = YarnApplicationState::ALL.iter().map(|s| s.to_string()).collect();
     format!("[{}]", names.join(", "))
 }
 
