@@ -634,14 +634,42 @@ pub fn check_local_resources(
     Ok(())
 }
 
-/// monitorApplication: follows `app_id` until it ends (or once, for fire-and-forget).
+/// monitorApplication: follows `app_id` until it ends (or once, for fire-and-forget),
+/// logging each report ([`log_report`]).
 pub async fn monitor_application(
     rm: &RmConnection,
     app_id: ApplicationId,
     interval: Duration,
     once: bool,
 ) -> ApplicationReport {
-    monitor(rm, app_id, interval, once, &mut None).await
+    monitor(rm, app_id, interval, once, true, &mut None).await
+}
+
+/// monitorApplication with `logApplicationReport = false`, as client mode's "YARN
+/// application state monitor" follows a running application: its reports are DEBUG records
+/// only, so the console (and the progress bar on it) is not written over once a second.
+pub async fn follow_application(rm: &RmConnection, app_id: ApplicationId, interval: Duration) -> ApplicationReport {
+    monitor(rm, app_id, interval, false, false, &mut None).await
+}
+
+/// Logs `report` as Spark's monitorApplication does: "Application report for <id> (state:
+/// <STATE>)" at INFO, and its details (formatReportDetails) at INFO when its state changed
+/// since `last`, at DEBUG otherwise.
+pub fn log_report(report: &ApplicationReport, last: Option<(YarnApplicationState, FinalApplicationStatus)>) {
+    let app_id = report.app_id;
+    tracing::info!(
+        app_id = %app_id,
+        state = %report.state,
+        final_status = %report.final_status,
+        "Application report for {app_id} (state: {})",
+        report.state
+    );
+    let details = || format_report_details(report).replace("\n\t", " |");
+    if last != Some((report.state, report.final_status)) {
+        tracing::info!(app_id = %app_id, "{}", details());
+    } else {
+        tracing::debug!(app_id = %app_id, "{}", details());
+    }
 }
 
 /// Cluster mode's progress line on the submitting terminal: after each report of a RUNNING
@@ -700,6 +728,7 @@ async fn monitor(
     app_id: ApplicationId,
     interval: Duration,
     once: bool,
+    log: bool,
     progress: &mut Option<ReportProgressLine>,
 ) -> ApplicationReport {
     let mut last: Option<(YarnApplicationState, FinalApplicationStatus)> = None;
@@ -744,15 +773,16 @@ async fn monitor(
         };
         refusing_since = None;
         let key = (report.state, report.final_status);
-        tracing::info!(
-            app_id = %app_id,
-            state = %report.state,
-            final_status = %report.final_status,
-            "Application report for {app_id} (state: {})",
-            report.state
-        );
-        if last != Some(key) {
-            tracing::info!(app_id = %app_id, "{}", format_report_details(&report).replace("\n\t", " |"));
+        if log {
+            log_report(&report, last);
+        } else {
+            tracing::debug!(
+                app_id = %app_id,
+                state = %report.state,
+                final_status = %report.final_status,
+                "Application report for {app_id} (state: {})",
+                report.state
+            );
         }
         if once || report.state.is_final() {
             return report;
@@ -822,7 +852,7 @@ pub async fn follow_application(
     let stderr_is_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = (args.client_mode_driver.is_none() && !fire_and_forget && stderr_is_terminal)
         .then(|| ReportProgressLine::new(terminal_width(std::env::var("COLUMNS").ok().as_deref())));
-    let report = monitor(rm, app_id, interval, fire_and_forget, &mut progress).await;
+    let report = monitor(rm, app_id, interval, fire_and_forget, true, &mut progress).await;
     if let Some(line) = progress.as_mut() {
         line.clear();
     }

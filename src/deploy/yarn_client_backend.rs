@@ -26,7 +26,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::client::{monitor_application, submit_application, ClientArgs, RmConnection};
+use super::client::{follow_application, log_report, monitor_application, submit_application, ClientArgs, RmConnection};
 use crate::conf::{self, SparkConf};
 use crate::context::{AppEnv, ClientLauncher, ContextStopper, DriverPaths};
 use crate::rpc::EndpointRef;
@@ -150,6 +150,7 @@ async fn wait_for_application(
             max: interval,
         });
         let r = rm.report(id, wait).await?.map_err(|e| e.to_string())?;
+        log_report(&r, known);
         match r.state {
             YarnApplicationState::Running => return Ok(()),
             s if s.is_final() => {
@@ -175,7 +176,7 @@ async fn monitor_while_running(
 ) {
     let interrupted = monitor.interrupt.clone();
     let report = tokio::select! {
-        report = monitor_application(&rm, app_id, interval, false) => report,
+        report = follow_application(&rm, app_id, interval) => report,
         _ = interrupted.cancelled() => {
             tracing::info!(app_id = %app_id, "Interrupting monitor thread");
             return;
