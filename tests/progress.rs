@@ -172,6 +172,13 @@ fn a_40_task_job_on_a_terminal_shows_the_bar_advancing_then_erases_it() {
     let last_bar = text.rfind("[Stage 0:").unwrap();
     let erased_at = text.rfind(&erase).expect("the bar erased");
     assert!(erased_at > last_bar, "{text:?}");
+    // While the job runs, client mode's application monitor writes nothing over the bar
+    // (Spark's MonitorThread follows the application with logApplicationReport = false).
+    let first_bar = text.find("[Stage 0:").unwrap();
+    assert!(
+        !text[first_bar..last_bar].contains("Application report for"),
+        "{text:?}"
+    );
     let out: Vec<String> = stdout.try_iter().collect();
     assert!(
         out.iter().any(|l| l.contains("SleepTasks: job 0: 40 tasks")),

@@ -648,7 +648,11 @@ pub async fn monitor_application(
 /// monitorApplication with `logApplicationReport = false`, as client mode's "YARN
 /// application state monitor" follows a running application: its reports are DEBUG records
 /// only, so the console (and the progress bar on it) is not written over once a second.
-pub async fn follow_application(rm: &RmConnection, app_id: ApplicationId, interval: Duration) -> ApplicationReport {
+pub async fn follow_running_application(
+    rm: &RmConnection,
+    app_id: ApplicationId,
+    interval: Duration,
+) -> ApplicationReport {
     monitor(rm, app_id, interval, false, false, &mut None).await
 }
 

@@ -26,7 +26,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::client::{follow_application, log_report, monitor_application, submit_application, ClientArgs, RmConnection};
+use super::client::{
+    follow_running_application, log_report, monitor_application, submit_application, ClientArgs, RmConnection,
+};
 use crate::conf::{self, SparkConf};
 use crate::context::{AppEnv, ClientLauncher, ContextStopper, DriverPaths};
 use crate::rpc::EndpointRef;
@@ -176,7 +178,7 @@ async fn monitor_while_running(
 ) {
     let interrupted = monitor.interrupt.clone();
     let report = tokio::select! {
-        report = follow_application(&rm, app_id, interval) => report,
+        report = follow_running_application(&rm, app_id, interval) => report,
         _ = interrupted.cancelled() => {
             tracing::info!(app_id = %app_id, "Interrupting monitor thread");
             return;

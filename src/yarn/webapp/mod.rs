@@ -96,7 +96,10 @@ impl RmWebApp {
 
     /// The server on this incarnation's copy of the listener, and the address it serves.
     fn serve(&self) -> Result<(actix_web::dev::Server, String), String> {
-        let listener = self.listener.try_clone().map_err(|e| format!("cannot listen: {e}"))?;
+        let listener = self
+            .listener
+            .try_clone()
+            .map_err(|e| format!("cannot listen: {e}"))?;
         let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         let state = actix_web::web::Data::new(WebState {
             rm: self.me.endpoint(&self.rm),
