@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the tools the test suite needs beyond cargo; idempotent (each step is skipped when
-# its tool is already there), so scripts/test.sh runs it before every test run.
+# its tool is already there), so the test command (README.md, .ci/run) runs it before every test run.
 #  - chromium (Debian's package) for the web UI's browser tests, when running as root;
 #  - a Python venv at target/test-venv with yarn-api-client, the REST API's reference client
 #    (tests/rest_api.rs runs tests/python/yarn_api_client_check.py with it).
