@@ -27,3 +27,19 @@ pub mod rpc;
 pub mod runtime;
 pub mod scheduler;
 pub mod yarn;
+
+/// The process's allocator, for every binary, test and benchmark that links the library.
+///
+/// glibc's malloc keeps per-thread arenas that contend when one thread frees what another
+/// allocated, which is the task path's shape (the driver's thread builds a LaunchTask, an
+/// executor's task thread drops it, and back for StatusUpdate): under load its futex calls
+/// doubled a tiny task's cost. mimalloc frees cross-thread blocks into the owning page's
+/// lock-free list. Chosen over jemalloc by `benches/` (see the README's Benchmarks).
+#[cfg(not(feature = "jemalloc"))]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// jemalloc instead of mimalloc (`--features jemalloc`), kept for comparing the two.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
