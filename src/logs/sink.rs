@@ -218,6 +218,26 @@ thread_local! {
     static LAST_FILE: std::cell::RefCell<LastFile> = const { std::cell::RefCell::new(None) };
 }
 
+/// A file of a sink that records went to, remembered by a writer to skip the lookup (see
+/// [`LogSink::write_line_routed`]). Valid for the sink that gave it only.
+#[derive(Clone)]
+pub struct FileRoute(Arc<LogFile>);
+
+/// A record's node, app and container as the file map keys them: a record without both an
+/// app and a container goes to its node's file.
+fn route_ids<'a>(
+    node: Option<&'a str>,
+    app: Option<&'a str>,
+    container: Option<&'a str>,
+) -> (&'a str, &'a str, &'a str) {
+    let (node, app, container) = (node.unwrap_or(""), app.unwrap_or(""), container.unwrap_or(""));
+    if app.is_empty() || container.is_empty() {
+        (node, "", "")
+    } else {
+        (node, app, container)
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -333,9 +353,42 @@ impl LogSink {
     }
 
     /// Writes one formatted record (`line` has no newline) to the file of its node, app and
-    /// container; captures `record` if this sink captures.
+    /// container; captures `record` if this sink captures. The thread remembers the file it
+    /// wrote to last (a thread logs for one actor at a time).
     pub fn write_line(
         &self,
+        node: Option<&str>,
+        app_id: Option<&str>,
+        container_id: Option<&str>,
+        line: &[u8],
+        record: Option<&Value>,
+    ) {
+        let (node, app, container) = route_ids(node, app_id, container_id);
+        let me = self.id;
+        let mut route = LAST_FILE
+            .try_with(|last| {
+                last.borrow().as_ref().and_then(|(s, n, a, c, f)| {
+                    (*s == me && n == node && a == app && c == container).then(|| FileRoute(f.clone()))
+                })
+            })
+            .ok()
+            .flatten();
+        let known = route.is_some();
+        self.write_line_routed(&mut route, Some(node), Some(app), Some(container), line, record);
+        if !known {
+            let _ = LAST_FILE.try_with(|last| {
+                *last.borrow_mut() =
+                    route.map(|FileRoute(f)| (me, node.into(), app.into(), container.into(), f))
+            });
+        }
+    }
+
+    /// [`write_line`](Self::write_line) with the caller's own memory of the file: `route`
+    /// is the file these ids went to before (found and remembered if `None`). A caller that
+    /// writes many records with the same ids (an actor's log context) finds the file once.
+    pub fn write_line_routed(
+        &self,
+        route: &mut Option<FileRoute>,
         node: Option<&str>,
         app_id: Option<&str>,
         container_id: Option<&str>,
@@ -346,30 +399,11 @@ impl LogSink {
             lock(capture).push(record.clone());
         }
         let Some(dir) = &self.dir else { return };
-        let (node, app, container) = (
-            node.unwrap_or(""),
-            app_id.unwrap_or(""),
-            container_id.unwrap_or(""),
-        );
-        // A record's file is one of a container's, or its node's.
-        let (node, app, container) = if app.is_empty() || container.is_empty() {
-            (node, "", "")
-        } else {
-            (node, app, container)
-        };
-        let me = self.id;
-        // Twice at most: a cached handle may have been closed since.
+        let (node, app, container) = route_ids(node, app_id, container_id);
+        // Twice at most: a remembered file may have been closed since.
         for _ in 0..2 {
-            let cached = LAST_FILE
-                .try_with(|last| {
-                    last.borrow().as_ref().and_then(|(s, n, a, c, f)| {
-                        (*s == me && n == node && a == app && c == container).then(|| f.clone())
-                    })
-                })
-                .ok()
-                .flatten();
-            let file = match cached {
-                Some(f) => f,
+            let file = match route {
+                Some(FileRoute(f)) => f.clone(),
                 None => {
                     let key = if app.is_empty() {
                         file_key('r', node, "", "")
@@ -387,21 +421,19 @@ impl LogSink {
                             owner(app, container),
                         )
                     });
-                    let _ = LAST_FILE.try_with(|last| {
-                        *last.borrow_mut() = Some((me, node.into(), app.into(), container.into(), f.clone()))
-                    });
+                    *route = Some(FileRoute(f.clone()));
                     f
                 }
             };
             match self.write_to(&file, line, true) {
                 Written::Ok => {
-                    self.dirty.store(true, Ordering::Release);
+                    if !self.dirty.load(Ordering::Relaxed) {
+                        self.dirty.store(true, Ordering::Release);
+                    }
                     return;
                 }
                 Written::Dropped => return,
-                Written::Closed => {
-                    let _ = LAST_FILE.try_with(|last| *last.borrow_mut() = None);
-                }
+                Written::Closed => *route = None,
             }
         }
         self.drops.count(
@@ -474,8 +506,12 @@ impl LogSink {
     /// Appends `bytes` (and a newline if `record`) to `file`, opening it if needed. A
     /// container's output (`record` false) is written out at once.
     fn write_to(&self, file: &LogFile, bytes: &[u8], record: bool) -> Written {
-        file.last_tick
-            .store(self.tick.load(Ordering::Relaxed), Ordering::Relaxed);
+        // Stored only when it changes (once a tick): threads on other cores writing the same
+        // file would otherwise pass the cache line back and forth on every record.
+        let tick = self.tick.load(Ordering::Relaxed);
+        if file.last_tick.load(Ordering::Relaxed) != tick {
+            file.last_tick.store(tick, Ordering::Relaxed);
+        }
         let mut state = lock(&file.state);
         match &*state {
             FileState::Closed => return Written::Closed,
@@ -666,8 +702,18 @@ fn routes() -> &'static Routes {
     ROUTES.get_or_init(|| RwLock::new(HashMap::new()))
 }
 
+/// Bumped by every change of the routes, so a writer that remembers a cluster's sink knows
+/// when to look it up again.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The routes' generation: it changes whenever a cluster's sink is registered or removed.
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
 /// Routes records of cluster `id` to `sink` from now on.
 pub fn register(id: Arc<str>, sink: Arc<LogSink>) {
+    let _bump = Bump;
     routes()
         .write()
         .unwrap_or_else(|p| p.into_inner())
@@ -676,7 +722,19 @@ pub fn register(id: Arc<str>, sink: Arc<LogSink>) {
 
 /// Stops routing records of cluster `id` (they go to the console only).
 pub fn unregister(id: &str) {
+    let _bump = Bump;
     routes().write().unwrap_or_else(|p| p.into_inner()).remove(id);
+}
+
+/// Bumps the generation when dropped, once the change is made: a writer reads the
+/// generation before it looks a sink up, so one that read the old generation looks again at
+/// its next record, and one that read the new one found the new routes.
+struct Bump;
+
+impl Drop for Bump {
+    fn drop(&mut self) {
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// The sink of cluster `id`, if registered.
@@ -726,6 +784,47 @@ mod tests {
         let path = LogSink::file_for(tmp.path(), Some("n1"), Some("app_1"), Some("c_1"));
         assert_eq!(lines(&path), ["first", "late"]);
         assert_eq!(sink.dropped(), 0);
+    }
+
+    #[test]
+    fn a_remembered_route_is_used_until_its_file_closes_then_found_again() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let sink = sink(tmp.path());
+        let mut route = None;
+        let write = |route: &mut Option<FileRoute>, line: &str| {
+            sink.write_line_routed(
+                route,
+                Some("n1"),
+                Some("app_1"),
+                Some("c_1"),
+                line.as_bytes(),
+                None,
+            )
+        };
+        write(&mut route, "first");
+        let remembered = route.clone().expect("the file is remembered");
+        write(&mut route, "second");
+        assert!(
+            Arc::ptr_eq(&remembered.0, &route.clone().unwrap().0),
+            "no second lookup"
+        );
+        sink.close_container("app_1", "c_1");
+        write(&mut route, "late");
+        assert!(
+            !Arc::ptr_eq(&remembered.0, &route.clone().unwrap().0),
+            "found again once closed"
+        );
+        assert_eq!(sink.open_files(), 0, "a late record keeps nothing open");
+        let path = LogSink::file_for(tmp.path(), Some("n1"), Some("app_1"), Some("c_1"));
+        assert_eq!(lines(&path), ["first", "second", "late"]);
+        assert_eq!(sink.dropped(), 0);
+        let before = generation();
+        register(
+            Arc::from("gen-test"),
+            Arc::new(LogSink::new(None, false, Arc::new(SystemTime::now))),
+        );
+        unregister("gen-test");
+        assert!(generation() >= before + 2, "every change of the routes is seen");
     }
 
     #[test]

@@ -249,75 +249,164 @@ fn write_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// Writes the record of one event as a JSON line into `out`, with the keys in the order
-/// [`build_record`] gives them, without building a JSON value first (the hot path: files).
-fn write_record(out: &mut Vec<u8>, ts: SystemTime, level: &Level, fields: &Fields, ctx: Option<&LogCtx>) {
-    out.push(b'{');
-    let mut first = true;
-    let mut key = |out: &mut Vec<u8>, k: &str| {
-        if !first {
-            out.push(b',');
+/// The keys of the header a log context gives (after `ts`, `level` and `msg`), in order.
+const CTX_HEAD_KEYS: [&str; 5] = ["cluster", "node", "actor", "actor_type", "incarnation"];
+
+/// The ids a log context gives, in order (the first of [`ID_KEYS`]).
+const CTX_ID_KEYS: [&str; 4] = ["app_id", "attempt", "container_id", "executor_id"];
+
+/// A log context's keys rendered once (`,"cluster":"c1","node":...`): every record of an
+/// actor repeats them, so its records copy these bytes instead of formatting them again.
+struct Rendered {
+    head: Vec<u8>,
+    ids: Vec<u8>,
+}
+
+impl Rendered {
+    fn of(ctx: &LogCtx) -> Rendered {
+        let render = |keys: &[&str]| {
+            let mut out = Vec::with_capacity(160);
+            for k in keys {
+                write_ctx_key(&mut out, ctx, k);
+            }
+            out
+        };
+        Rendered {
+            head: render(&CTX_HEAD_KEYS),
+            ids: render(&CTX_ID_KEYS),
         }
-        first = false;
-        write_json_str(out, k);
-        out.push(b':');
+    }
+}
+
+/// Writes `,"key":` into `out`.
+fn write_key(out: &mut Vec<u8>, k: &str) {
+    out.push(b',');
+    write_json_str(out, k);
+    out.push(b':');
+}
+
+/// Writes `,"key":value` of the log context's `k` into `out`, if the context has it.
+fn write_ctx_key(out: &mut Vec<u8>, c: &LogCtx, k: &str) {
+    match k {
+        "incarnation" | "attempt" => {
+            let n = if k == "attempt" {
+                c.attempt.map(u64::from)
+            } else {
+                c.incarnation
+            };
+            if let Some(n) = n {
+                write_key(out, k);
+                let _ = std::io::Write::write_fmt(out, format_args!("{n}"));
+            }
+        }
+        "actor_type" => {
+            if let Some(t) = c.actor_type {
+                write_key(out, k);
+                write_json_str(out, t);
+            }
+        }
+        _ => {
+            if let Some(v) = ctx_str(c, k) {
+                write_key(out, k);
+                write_json_str(out, v);
+            }
+        }
+    }
+}
+
+/// Writes the keys `keys` in order: a field of that name, else the log context's value.
+/// When no field names any of them, the context's part is `pre`, rendered once.
+fn write_keys(out: &mut Vec<u8>, keys: &[&str], fields: &Fields, ctx: Option<&LogCtx>, pre: Option<&[u8]>) {
+    if let Some(pre) = pre.filter(|_| !fields.fields.iter().any(|(f, _)| keys.contains(f))) {
+        out.extend_from_slice(pre);
+        return;
+    }
+    for k in keys.iter().copied() {
+        if let Some((_, v)) = fields.fields.iter().find(|(f, _)| *f == k) {
+            write_key(out, k);
+            let _ = serde_json::to_writer(&mut *out, v);
+        } else if let Some(c) = ctx {
+            write_ctx_key(out, c, k);
+        }
+    }
+}
+
+thread_local! {
+    /// The second this thread last wrote a record in, and its `YYYY-MM-DDTHH:MM:SS.` text.
+    static TS_PREFIX: std::cell::Cell<(u64, [u8; 20])> = const { std::cell::Cell::new((u64::MAX, [0; 20])) };
+}
+
+/// Writes `ts` as RFC 3339 UTC with microseconds (`"2026-11-26T18:30:02.123456Z"`, as
+/// humantime's `format_rfc3339_micros`), the date and time of day formatted once a second.
+fn write_ts(out: &mut Vec<u8>, ts: SystemTime) {
+    let Ok(since) = ts.duration_since(SystemTime::UNIX_EPOCH) else {
+        let _ = std::io::Write::write_fmt(out, format_args!("\"{}\"", humantime::format_rfc3339_micros(ts)));
+        return;
     };
-    for k in HEADER_KEYS.iter().chain(ID_KEYS.iter()).copied() {
-        match k {
-            "ts" => {
-                key(out, k);
-                let _ = std::io::Write::write_fmt(
-                    out,
-                    format_args!("\"{}\"", humantime::format_rfc3339_micros(ts)),
-                );
-            }
-            "level" => {
-                key(out, k);
-                write_json_str(out, level_name(level));
-            }
-            "msg" => {
-                key(out, k);
-                write_json_str(out, &fields.msg);
-            }
-            _ => {
-                if let Some((_, v)) = fields.fields.iter().find(|(f, _)| *f == k) {
-                    key(out, k);
-                    let _ = serde_json::to_writer(&mut *out, v);
-                } else if let Some(c) = ctx {
-                    match k {
-                        "incarnation" | "attempt" => {
-                            let n = if k == "attempt" {
-                                c.attempt.map(u64::from)
-                            } else {
-                                c.incarnation
-                            };
-                            if let Some(n) = n {
-                                key(out, k);
-                                let _ = std::io::Write::write_fmt(out, format_args!("{n}"));
-                            }
-                        }
-                        "actor_type" => {
-                            if let Some(t) = c.actor_type {
-                                key(out, k);
-                                write_json_str(out, t);
-                            }
-                        }
-                        _ => {
-                            if let Some(v) = ctx_str(c, k) {
-                                key(out, k);
-                                write_json_str(out, v);
-                            }
-                        }
-                    }
+    let secs = since.as_secs();
+    let prefix = match TS_PREFIX.try_with(|c| c.get()) {
+        Ok((s, prefix)) if s == secs => prefix,
+        _ => {
+            let mut prefix = [0u8; 20];
+            let whole = humantime::format_rfc3339_seconds(ts).to_string();
+            match whole.as_bytes().get(..19) {
+                Some(date) if whole.len() == 20 => prefix[..19].copy_from_slice(date),
+                _ => {
+                    let _ = std::io::Write::write_fmt(
+                        out,
+                        format_args!("\"{}\"", humantime::format_rfc3339_micros(ts)),
+                    );
+                    return;
                 }
             }
+            prefix[19] = b'.';
+            let _ = TS_PREFIX.try_with(|c| c.set((secs, prefix)));
+            prefix
+        }
+    };
+    out.push(b'"');
+    out.extend_from_slice(&prefix);
+    let micros = since.subsec_micros();
+    let mut digits = [b'0'; 6];
+    let mut m = micros;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (m % 10) as u8;
+        m /= 10;
+    }
+    out.extend_from_slice(&digits);
+    out.extend_from_slice(b"Z\"");
+}
+
+/// Writes the record of one event as a JSON line into `out`, with the keys in the order
+/// [`build_record`] gives them, without building a JSON value first (the hot path: files).
+/// `pre` is the log context's keys rendered once, if the caller has them.
+fn write_record(
+    out: &mut Vec<u8>,
+    ts: SystemTime,
+    level: &Level,
+    fields: &Fields,
+    ctx: Option<&LogCtx>,
+    pre: Option<&Rendered>,
+) {
+    out.extend_from_slice(b"{\"ts\":");
+    write_ts(out, ts);
+    out.extend_from_slice(b",\"level\":");
+    write_json_str(out, level_name(level));
+    out.extend_from_slice(b",\"msg\":");
+    write_json_str(out, &fields.msg);
+    write_keys(out, &CTX_HEAD_KEYS, fields, ctx, pre.map(|p| &p.head[..]));
+    write_keys(out, &CTX_ID_KEYS, fields, ctx, pre.map(|p| &p.ids[..]));
+    for k in ID_KEYS[CTX_ID_KEYS.len()..].iter().copied() {
+        if let Some((_, v)) = fields.fields.iter().find(|(f, _)| *f == k) {
+            write_key(out, k);
+            let _ = serde_json::to_writer(&mut *out, v);
         }
     }
     for (k, v) in &fields.fields {
         if HEADER_KEYS.contains(k) || ID_KEYS.contains(k) {
             continue;
         }
-        key(out, k);
+        write_key(out, k);
         let _ = serde_json::to_writer(&mut *out, v);
     }
     out.push(b'}');
@@ -344,16 +433,110 @@ fn routing_id<'a>(fields: &'a Fields, ctx: Option<&'a LogCtx>, key: &str) -> Opt
     }
 }
 
+/// What a thread remembers of the log context it wrote its last record in: the context's
+/// keys rendered, its cluster's sink and the file its records go to. A thread logs for one
+/// actor at a time, so a record usually finds everything here and looks nothing up.
+struct CtxCache {
+    /// The context (its pointer is the key; holding it keeps the pointer from being reused).
+    ctx: Arc<LogCtx>,
+    /// The routes' generation when `sink` was looked up ([`sink::generation`]).
+    generation: u64,
+    /// Weak: a thread's memory must not keep a cluster's sink alive (dropping it flushes).
+    sink: Option<std::sync::Weak<sink::LogSink>>,
+    rendered: Rendered,
+    /// The file of the context's node, app and container in `sink`.
+    route: Option<sink::FileRoute>,
+}
+
+thread_local! {
+    /// The thread's line buffer: a record is formatted into it, written, and it is kept.
+    static LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static CTX_CACHE: std::cell::RefCell<Option<CtxCache>> = const { std::cell::RefCell::new(None) };
+}
+
+impl CtxCache {
+    fn new(ctx: &Arc<LogCtx>) -> CtxCache {
+        let generation = sink::generation();
+        CtxCache {
+            ctx: ctx.clone(),
+            generation,
+            sink: ctx
+                .cluster
+                .as_deref()
+                .and_then(sink::sink_for)
+                .map(|s| Arc::downgrade(&s)),
+            rendered: Rendered::of(ctx),
+            route: None,
+        }
+    }
+
+    fn fits(&self, ctx: &Arc<LogCtx>) -> bool {
+        Arc::ptr_eq(&self.ctx, ctx) && self.generation == sink::generation()
+    }
+}
+
+/// Whether a record's own fields route it (name its node, app or container).
+fn routes_itself(fields: &Fields) -> bool {
+    fields
+        .fields
+        .iter()
+        .any(|(k, _)| matches!(*k, "node" | "app_id" | "container_id"))
+}
+
 impl<S: Subscriber> Layer<S> for JsonLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let mut fields = Fields::default();
+        // Sized for a task's record (a message of about a hundred bytes, up to eight fields),
+        // so recording it allocates once for each rather than growing.
+        let mut fields = Fields {
+            msg: String::with_capacity(160),
+            fields: Vec::with_capacity(8),
+        };
         event.record(&mut fields);
-        let level = event.metadata().level();
         let log_ctx = ctx::current();
-        let ctx_ref = log_ctx.as_deref();
-        let cluster_sink = ctx_ref
-            .and_then(|c| c.cluster.as_deref())
-            .and_then(sink::sink_for);
+        match &log_ctx {
+            Some(c) => {
+                let written = CTX_CACHE.try_with(|cache| {
+                    let Ok(mut cache) = cache.try_borrow_mut() else {
+                        return false;
+                    };
+                    if !cache.as_ref().is_some_and(|k| k.fits(c)) {
+                        *cache = Some(CtxCache::new(c));
+                    }
+                    let Some(cache) = cache.as_mut() else {
+                        return false;
+                    };
+                    let sink = cache.sink.as_ref().and_then(std::sync::Weak::upgrade);
+                    self.emit(event, fields_take(&mut fields), Some(c), sink, Some(cache));
+                    true
+                });
+                if written != Ok(true) {
+                    let sink = c.cluster.as_deref().and_then(sink::sink_for);
+                    self.emit(event, fields, Some(c), sink, None);
+                }
+            }
+            None => self.emit(event, fields, None, None, None),
+        }
+    }
+}
+
+/// `f`'s contents, leaving it empty.
+fn fields_take(f: &mut Fields) -> Fields {
+    std::mem::take(f)
+}
+
+impl JsonLayer {
+    /// Formats and writes one record: to its cluster's `sink` (through `cache`'s remembered
+    /// file when the record's ids are its context's) and to the console.
+    fn emit(
+        &self,
+        event: &Event<'_>,
+        fields: Fields,
+        ctx_ref: Option<&Arc<LogCtx>>,
+        cluster_sink: Option<Arc<sink::LogSink>>,
+        cache: Option<&mut CtxCache>,
+    ) {
+        let level = event.metadata().level();
+        let ctx_ref = ctx_ref.map(|c| &**c);
         let ts = cluster_sink
             .as_ref()
             .map(|s| s.wall())
@@ -385,32 +568,51 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
         }
         let captures = cluster_sink.as_ref().is_some_and(|s| s.captures());
         let mut line = Vec::with_capacity(512 + fields.msg.len());
-        write_record(&mut line, ts, level, &fields, ctx_ref);
+        write_record(
+            &mut line,
+            ts,
+            level,
+            &fields,
+            ctx_ref,
+            cache.as_ref().map(|c| &c.rendered),
+        );
         // The JSON value is built only where it is needed: captured for tests, or shown as
         // a readable line on the console.
         let record = (captures || (console && self.console == Console::Human))
             .then(|| Value::Object(build_record(ts, level, fields_clone(&fields), ctx_ref)));
         if let Some(s) = &cluster_sink {
-            s.write_line(
+            let (node, app, container) = (
                 routing_id(&fields, ctx_ref, "node"),
                 routing_id(&fields, ctx_ref, "app_id"),
                 routing_id(&fields, ctx_ref, "container_id"),
-                &line,
-                record.as_ref(),
             );
+            match cache {
+                Some(cache) if !routes_itself(&fields) => {
+                    s.write_line_routed(&mut cache.route, node, app, container, &line, record.as_ref())
+                }
+                _ => s.write_line(node, app, container, &line, record.as_ref()),
+            }
         }
-        if !console {
-            return;
+        if console {
+            self.to_console(&line, record.as_ref());
         }
+        // The buffer serves the thread's next record, unless a rare long one grew it.
+        if line.capacity() <= 64 * 1024 {
+            let _ = LINE.try_with(|l| l.set(line));
+        }
+    }
+
+    /// Shows a record on stderr: its JSON `line`, or its readable form from `record`.
+    fn to_console(&self, line: &[u8], record: Option<&Value>) {
         match self.console {
             Console::Off => {}
             Console::Json => {
                 let mut err = std::io::stderr().lock();
-                let _ = err.write_all(&line);
+                let _ = err.write_all(line);
                 let _ = err.write_all(b"\n");
             }
             Console::Human => {
-                if let Some(record) = &record {
+                if let Some(record) = record {
                     let opts = HumanFormat {
                         full_timestamp: false,
                         color: self.color,
@@ -563,6 +765,7 @@ mod tests {
             &Level::INFO,
             &fields,
             Some(&ctx),
+            None,
         );
         let parsed: Value = serde_json::from_slice(&line).unwrap();
         let built = Value::Object(build_record(
@@ -577,6 +780,75 @@ mod tests {
             String::from_utf8(line).unwrap(),
             "same key order"
         );
+    }
+
+    #[test]
+    fn a_context_rendered_once_gives_the_same_line_as_rendered_per_record() {
+        assert_eq!(HEADER_KEYS[3..], CTX_HEAD_KEYS);
+        assert_eq!(ID_KEYS[..CTX_ID_KEYS.len()], CTX_ID_KEYS);
+        let ctx = LogCtx {
+            cluster: Some(Arc::from("c1")),
+            node: Some(Arc::from("host1")),
+            actor: Some(Arc::from("/node/nm-host1/container_1/executor")),
+            actor_type: Some("CoarseGrainedExecutorBackend"),
+            incarnation: Some(1),
+            app_id: Some(Arc::from("application_1_0001")),
+            attempt: Some(1),
+            container_id: Some(Arc::from("container_1_0001_01_000002")),
+            executor_id: Some(Arc::from("1")),
+        };
+        let pre = Rendered::of(&ctx);
+        let cases = [
+            vec![
+                ("task_id", Value::Number(7.into())),
+                ("tid", Value::Number(9.into())),
+            ],
+            vec![
+                ("executor_id", Value::String("2".into())),
+                ("stage_id", Value::Number(0.into())),
+            ],
+            vec![("actor", Value::String("/elsewhere".into()))],
+            vec![],
+        ];
+        for fields in cases {
+            let fields = Fields {
+                msg: "Running task 0.0 in stage 0.0 (TID 7)".into(),
+                fields,
+            };
+            let ts = SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_764_181_802_000_042);
+            let (mut with, mut without) = (Vec::new(), Vec::new());
+            write_record(&mut with, ts, &Level::INFO, &fields, Some(&ctx), Some(&pre));
+            write_record(&mut without, ts, &Level::INFO, &fields, Some(&ctx), None);
+            assert_eq!(String::from_utf8_lossy(&with), String::from_utf8_lossy(&without));
+            let built = Value::Object(build_record(ts, &Level::INFO, fields_clone(&fields), Some(&ctx)));
+            assert_eq!(
+                serde_json::to_string(&built).unwrap(),
+                String::from_utf8(with).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn timestamps_formatted_once_a_second_are_humantimes() {
+        let base = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_764_181_802);
+        for micros in [
+            0u64,
+            1,
+            999_999,
+            1_000_000,
+            1_000_001,
+            59_999_999,
+            86_400_000_000,
+            3,
+        ] {
+            let ts = base + std::time::Duration::from_micros(micros);
+            let mut out = Vec::new();
+            write_ts(&mut out, ts);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("\"{}\"", humantime::format_rfc3339_micros(ts))
+            );
+        }
     }
 
     #[test]
