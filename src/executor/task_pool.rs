@@ -2,21 +2,28 @@
 //!
 //! Layer: executor (the Spark side, above scheduler).
 //!
-//! At most `max_threads` worker threads (the executor's cores), started as work arrives
-//! and ended after a minute idle or when the pool shuts down. Work queues while every
-//! thread is busy (the driver's core accounting keeps the queue short). A panic in a job
-//! is caught and ends that job only; the thread lives on.
+//! Each executor has its pool, which runs at most `max_threads` of its jobs at once (the
+//! executor's cores) and queues the rest (the driver's core accounting keeps that queue
+//! short). The threads themselves are the process's [`Workers`], shared by every pool of the
+//! process: an executor process has one pool, so its workers are its own, as an executor
+//! JVM's task threads are; the embedded cluster runs many executors in one process, and
+//! shared workers keep the number of threads and the cost of waking one flat as executors
+//! grow (a thousand executors of one core need not mean a thousand sleeping threads, each
+//! woken for each task it gets). Workers start as work arrives and end after a minute idle.
+//! The most recently idle worker takes the next job (its cache is warm; it may still be
+//! looking for work, and then nobody has to wake it). A panic in a job is caught and ends
+//! that job only; the thread lives on.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A unit of work.
 pub type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// How long a worker thread waits for work before it ends.
+/// How long a worker waits for work before it ends.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a worker that ran out of work keeps looking (yielding its core) before it
@@ -24,163 +31,259 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// system call the thread launching the next task would otherwise make.
 const LINGER: Duration = Duration::from_micros(200);
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One executor's side: its limit, its queue, its jobs running now.
 #[derive(Default)]
-struct State {
+struct PoolState {
+    /// Jobs waiting for one of the pool's places (all `max_threads` taken).
     queue: VecDeque<Job>,
-    threads: usize,
-    /// Workers asleep on the condition variable (they need a notify).
-    idle: usize,
-    /// Workers looking for work without sleeping (they need none).
-    lingering: usize,
+    /// Jobs of this pool handed to the workers and not finished (queued there or running).
+    running: usize,
     shutdown: bool,
 }
 
-struct Inner {
+struct Pool {
     name: String,
     max_threads: usize,
-    state: Mutex<State>,
-    work: Condvar,
-    /// The queue's length, readable without the lock (lingering workers watch it).
-    queued: AtomicUsize,
+    state: Mutex<PoolState>,
 }
 
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+impl Pool {
+    /// A job of this pool ended (ran, or was dropped): its place goes to the pool's next
+    /// queued job, which the same worker runs at once.
+    fn finished(&self) -> Option<Job> {
+        let mut st = lock(&self.state);
+        if !st.shutdown {
+            if let Some(next) = st.queue.pop_front() {
+                return Some(next);
+            }
+        }
+        st.running = st.running.saturating_sub(1);
+        None
+    }
+
+    fn is_shut_down(&self) -> bool {
+        lock(&self.state).shutdown
     }
 }
 
-/// A bounded pool of worker threads; cheap to clone.
+/// A bounded pool of task threads for one executor; cheap to clone.
 #[derive(Clone)]
 pub struct TaskPool {
-    inner: Arc<Inner>,
+    pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for TaskPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let st = self.inner.lock();
+        let st = lock(&self.pool.state);
         write!(
             f,
-            "TaskPool({}, threads {}/{}, queued {})",
-            self.inner.name,
-            st.threads,
-            self.inner.max_threads,
+            "TaskPool({}, running {}/{}, queued {})",
+            self.pool.name,
+            st.running,
+            self.pool.max_threads,
             st.queue.len()
         )
     }
 }
 
 impl TaskPool {
-    /// A pool named `name` (its threads are `<name>-<n>`) of at most `max_threads` threads.
+    /// A pool named `name` running at most `max_threads` jobs at once.
     pub fn new(name: &str, max_threads: usize) -> TaskPool {
         TaskPool {
-            inner: Arc::new(Inner {
+            pool: Arc::new(Pool {
                 name: name.to_string(),
                 max_threads: max_threads.max(1),
-                state: Mutex::new(State::default()),
-                work: Condvar::new(),
-                queued: AtomicUsize::new(0),
+                state: Mutex::new(PoolState::default()),
             }),
         }
     }
 
     /// Queues `job`; gives it back if the pool was shut down or no thread can be started.
     pub fn execute(&self, job: Job) -> Result<(), Job> {
-        let mut st = self.inner.lock();
+        let mut st = lock(&self.pool.state);
         if st.shutdown {
             return Err(job);
         }
-        st.queue.push_back(job);
-        self.inner.queued.store(st.queue.len(), Ordering::Release);
-        if st.lingering >= st.queue.len() {
+        if st.running >= self.pool.max_threads {
+            st.queue.push_back(job);
             return Ok(());
         }
-        if st.idle > 0 {
-            drop(st);
-            self.inner.work.notify_one();
+        st.running += 1;
+        drop(st);
+        workers().submit(self.pool.clone(), job).inspect_err(|_| {
+            let mut st = lock(&self.pool.state);
+            st.running = st.running.saturating_sub(1);
+        })
+    }
+
+    /// No new work is taken; queued work is dropped; running jobs finish.
+    pub fn shutdown(&self) {
+        let dropped = {
+            let mut st = lock(&self.pool.state);
+            st.shutdown = true;
+            std::mem::take(&mut st.queue)
+        };
+        drop(dropped);
+    }
+
+    /// Jobs of this pool running or handed to a worker now.
+    pub fn running(&self) -> usize {
+        lock(&self.pool.state).running
+    }
+
+    pub fn max_threads(&self) -> usize {
+        self.pool.max_threads
+    }
+}
+
+/// A sleeping worker's bell.
+#[derive(Default)]
+struct Bell {
+    rung: Mutex<bool>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct WorkersState {
+    /// Jobs handed over by pools (their place taken), oldest first.
+    jobs: VecDeque<(Arc<Pool>, Job)>,
+    /// Sleeping workers, the most recently idle last (woken first).
+    idle: Vec<Arc<Bell>>,
+    threads: usize,
+    /// Workers looking for work without sleeping (they need no bell).
+    looking: usize,
+}
+
+/// The process's task threads, shared by its executors' pools.
+struct Workers {
+    state: Mutex<WorkersState>,
+    /// Jobs waiting, readable without the lock (looking workers watch it).
+    queued: AtomicUsize,
+    /// How many workers may look for work at once: one fewer than the cores. A looking
+    /// worker keeps a core busy, so the process leaves one for the threads that hand the
+    /// work out (the driver, the executors' endpoints).
+    looking_budget: usize,
+    /// Workers started so far (names them).
+    started: AtomicUsize,
+}
+
+fn workers() -> &'static Workers {
+    static WORKERS: OnceLock<Workers> = OnceLock::new();
+    WORKERS.get_or_init(|| Workers {
+        state: Mutex::new(WorkersState::default()),
+        queued: AtomicUsize::new(0),
+        looking_budget: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .saturating_sub(1),
+        started: AtomicUsize::new(0),
+    })
+}
+
+impl Workers {
+    fn submit(&'static self, pool: Arc<Pool>, job: Job) -> Result<(), Job> {
+        let mut st = lock(&self.state);
+        st.jobs.push_back((pool, job));
+        self.queued.store(st.jobs.len(), Ordering::Release);
+        if st.looking >= st.jobs.len() {
             return Ok(());
         }
-        if st.threads < self.inner.max_threads {
-            let n = st.threads;
-            st.threads += 1;
+        if let Some(bell) = st.idle.pop() {
             drop(st);
-            let inner = self.inner.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("{}-{n}", self.inner.name))
-                .spawn(move || worker(inner));
-            if spawned.is_err() {
-                let mut st = self.inner.lock();
-                st.threads -= 1;
-                if st.threads == 0 {
-                    if let Some(job) = st.queue.pop_back() {
-                        self.inner.queued.store(st.queue.len(), Ordering::Release);
-                        return Err(job);
-                    }
+            *lock(&bell.rung) = true;
+            bell.cv.notify_one();
+            return Ok(());
+        }
+        st.threads += 1;
+        drop(st);
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let spawned = std::thread::Builder::new()
+            .name(format!("task-worker-{n}"))
+            .spawn(move || self.work());
+        if spawned.is_err() {
+            let mut st = lock(&self.state);
+            st.threads -= 1;
+            if st.threads == 0 {
+                // Nobody will run it: the newest job is this one unless another pool's
+                // arrived since, and each of those gets the same answer.
+                if let Some((_, job)) = st.jobs.pop_back() {
+                    self.queued.store(st.jobs.len(), Ordering::Release);
+                    return Err(job);
                 }
             }
         }
         Ok(())
     }
 
-    /// No new work is taken; queued work is dropped; running jobs finish; idle threads end.
-    pub fn shutdown(&self) {
-        let dropped = {
-            let mut st = self.inner.lock();
-            st.shutdown = true;
-            self.inner.queued.store(0, Ordering::Release);
-            std::mem::take(&mut st.queue)
-        };
-        self.inner.work.notify_all();
-        drop(dropped);
-    }
-
-    /// Threads alive now.
-    pub fn threads(&self) -> usize {
-        self.inner.lock().threads
-    }
-
-    pub fn max_threads(&self) -> usize {
-        self.inner.max_threads
+    /// A worker thread's life: run jobs, look for more for a moment, sleep, end when idle
+    /// for [`IDLE_TIMEOUT`].
+    fn work(&'static self) {
+        let mut st = lock(&self.state);
+        loop {
+            if let Some((pool, job)) = st.jobs.pop_front() {
+                self.queued.store(st.jobs.len(), Ordering::Release);
+                drop(st);
+                run_in(pool, job);
+                st = lock(&self.state);
+                continue;
+            }
+            // Look for a moment before sleeping, without holding the lock, if the process
+            // has a core to spare for it.
+            if st.looking < self.looking_budget {
+                st.looking += 1;
+                drop(st);
+                let until = Instant::now() + LINGER;
+                while self.queued.load(Ordering::Acquire) == 0 && Instant::now() < until {
+                    std::thread::yield_now();
+                }
+                st = lock(&self.state);
+                st.looking -= 1;
+                if !st.jobs.is_empty() {
+                    continue;
+                }
+            }
+            let bell = Arc::new(Bell::default());
+            st.idle.push(bell.clone());
+            drop(st);
+            let rung = {
+                let rung = lock(&bell.rung);
+                let (rung, _) = bell
+                    .cv
+                    .wait_timeout_while(rung, IDLE_TIMEOUT, |rung| !*rung)
+                    .unwrap_or_else(|p| p.into_inner());
+                *rung
+            };
+            st = lock(&self.state);
+            if !rung {
+                // Timed out: still on the idle list unless a submit took it just now.
+                if let Some(i) = st.idle.iter().position(|b| Arc::ptr_eq(b, &bell)) {
+                    st.idle.remove(i);
+                    if st.jobs.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        st.threads -= 1;
     }
 }
 
-fn worker(inner: Arc<Inner>) {
-    let mut st = inner.lock();
-    loop {
-        if let Some(job) = st.queue.pop_front() {
-            inner.queued.store(st.queue.len(), Ordering::Release);
-            drop(st);
+/// Runs `job` of `pool` and then the pool's next queued jobs, each in its place; a job of a
+/// pool shut down meanwhile is dropped unrun.
+fn run_in(pool: Arc<Pool>, job: Job) {
+    let mut next = Some(job);
+    while let Some(job) = next.take() {
+        if pool.is_shut_down() {
+            drop(job);
+        } else {
             let _ = catch_unwind(AssertUnwindSafe(job));
-            st = inner.lock();
-            continue;
         }
-        if st.shutdown {
-            break;
-        }
-        // Look for a moment before sleeping, without holding the lock.
-        st.lingering += 1;
-        drop(st);
-        let until = Instant::now() + LINGER;
-        while inner.queued.load(Ordering::Acquire) == 0 && Instant::now() < until {
-            std::thread::yield_now();
-        }
-        st = inner.lock();
-        st.lingering -= 1;
-        if !st.queue.is_empty() || st.shutdown {
-            continue;
-        }
-        st.idle += 1;
-        let (next, timeout) = inner
-            .work
-            .wait_timeout(st, IDLE_TIMEOUT)
-            .unwrap_or_else(|p| p.into_inner());
-        st = next;
-        st.idle -= 1;
-        if timeout.timed_out() && st.queue.is_empty() {
-            break;
-        }
+        next = pool.finished();
     }
-    st.threads -= 1;
 }
 
 #[cfg(test)]
@@ -206,6 +309,7 @@ mod tests {
             }))
             .map_err(|_| ())
             .unwrap();
+            assert!(pool.running() <= 2);
         }
         let mut got: Vec<i32> = (0..20)
             .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
@@ -213,7 +317,6 @@ mod tests {
         got.sort();
         assert_eq!(got, (0..20).collect::<Vec<_>>());
         assert!(peak.load(Ordering::SeqCst) <= 2);
-        assert!(pool.threads() <= 2);
     }
 
     #[test]
@@ -230,5 +333,67 @@ mod tests {
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
         pool.shutdown();
         assert!(pool.execute(Box::new(|| {})).is_err());
+    }
+
+    #[test]
+    fn pools_share_the_workers_but_each_keeps_its_own_limit_and_shutdown() {
+        // Many pools of one place each, as a thousand executors of one core: every job runs,
+        // no pool runs two at once, and a pool shut down drops what it had queued only.
+        let pools: Vec<TaskPool> = (0..50).map(|i| TaskPool::new(&format!("p{i}"), 1)).collect();
+        let (tx, rx) = mpsc::channel();
+        let busy: Arc<Vec<AtomicUsize>> = Arc::new((0..50).map(|_| AtomicUsize::new(0)).collect());
+        let (gate_tx, gate_rx) = mpsc::channel::<()>();
+        let gate = Arc::new(Mutex::new(gate_rx));
+        // Pool 0's first job holds its place until the gate opens; its next two queue.
+        {
+            let (tx, gate) = (tx.clone(), gate.clone());
+            pools[0]
+                .execute(Box::new(move || {
+                    let _ = lock(&gate).recv_timeout(Duration::from_secs(10));
+                    let _ = tx.send((0usize, 0u32));
+                }))
+                .map_err(|_| ())
+                .unwrap();
+        }
+        for k in 1..3 {
+            let tx = tx.clone();
+            pools[0]
+                .execute(Box::new(move || {
+                    let _ = tx.send((0, k));
+                }))
+                .map_err(|_| ())
+                .unwrap();
+        }
+        for (p, pool) in pools.iter().enumerate().skip(1) {
+            for k in 0..4 {
+                let (tx, busy) = (tx.clone(), busy.clone());
+                pool.execute(Box::new(move || {
+                    assert_eq!(busy[p].fetch_add(1, Ordering::SeqCst), 0, "one at a time");
+                    std::thread::yield_now();
+                    busy[p].fetch_sub(1, Ordering::SeqCst);
+                    let _ = tx.send((p, k));
+                }))
+                .map_err(|_| ())
+                .unwrap();
+            }
+        }
+        let others: Vec<(usize, u32)> = (0..49 * 4)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert!(others.iter().all(|(p, _)| *p != 0), "pool 0 is still held");
+        assert_eq!(pools[0].running(), 1);
+        pools[0].shutdown();
+        gate_tx.send(()).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), (0, 0));
+        // A pool's place is given back only after its queued jobs ran or were dropped.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pools[0].running() != 0 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(
+            rx.try_recv().is_err(),
+            "the queued jobs of a pool shut down never run"
+        );
+        assert_eq!(pools[0].running(), 0, "its place is given back");
     }
 }
