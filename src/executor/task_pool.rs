@@ -169,6 +169,10 @@ struct Workers {
     looking_budget: usize,
     /// Workers started so far (names them).
     started: AtomicUsize,
+    /// Workers running a job now: raised under the lock as a worker takes one, lowered as
+    /// it finishes, before it comes back for the next (so it may be counted free early,
+    /// never late, and no thread is started for a job a returning worker will take).
+    running: AtomicUsize,
 }
 
 fn workers() -> &'static Workers {
@@ -181,6 +185,7 @@ fn workers() -> &'static Workers {
             .unwrap_or(1)
             .saturating_sub(1),
         started: AtomicUsize::new(0),
+        running: AtomicUsize::new(0),
     })
 }
 
@@ -189,7 +194,10 @@ impl Workers {
         let mut st = lock(&self.state);
         st.jobs.push_back((pool, job));
         self.queued.store(st.jobs.len(), Ordering::Release);
-        if st.looking >= st.jobs.len() {
+        // Workers not running a job are asleep, looking, or on their way back from one (they
+        // take the next job themselves): wake one only if the others cannot take them all.
+        let free = st.threads.saturating_sub(self.running.load(Ordering::Acquire));
+        if free.saturating_sub(st.idle.len()) >= st.jobs.len() {
             return Ok(());
         }
         if let Some(bell) = st.idle.pop() {
@@ -226,8 +234,10 @@ impl Workers {
         loop {
             if let Some((pool, job)) = st.jobs.pop_front() {
                 self.queued.store(st.jobs.len(), Ordering::Release);
+                self.running.fetch_add(1, Ordering::AcqRel);
                 drop(st);
                 run_in(pool, job);
+                self.running.fetch_sub(1, Ordering::AcqRel);
                 st = lock(&self.state);
                 continue;
             }

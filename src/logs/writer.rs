@@ -216,11 +216,25 @@ impl JsonLayer {
     }
 }
 
+/// Whether `bytes` hold a byte JSON escapes (a control character, `"` or `\\`). Checked 16
+/// bytes a step without an early exit, which the compiler turns into vector compares: a
+/// record's message is scanned once per record.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let special = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    let mut chunks = bytes.chunks_exact(16);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |acc, &b| acc | special(b)) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| special(b))
+}
+
 /// JSON-escapes `s` into `out` (quotes included).
 fn write_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    if !needs_escape(bytes) {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;
@@ -826,6 +840,30 @@ mod tests {
                 String::from_utf8(with).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn a_byte_to_escape_is_found_wherever_it_is() {
+        for len in [0usize, 1, 15, 16, 17, 31, 32, 100] {
+            let plain = "a".repeat(len);
+            assert!(!needs_escape(plain.as_bytes()));
+            for at in 0..len {
+                for special in [b'"', b'\\', b'\n', 0x1f, 0] {
+                    let mut bytes = plain.clone().into_bytes();
+                    bytes[at] = special;
+                    assert!(needs_escape(&bytes), "{len} {at} {special}");
+                }
+            }
+        }
+        let mut out = Vec::new();
+        write_json_str(
+            &mut out,
+            "Finished task 0.0 in stage 0.0 (TID 7) in 1 ms on host1 \"x\"",
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            serde_json::to_string("Finished task 0.0 in stage 0.0 (TID 7) in 1 ms on host1 \"x\"").unwrap()
+        );
     }
 
     #[test]
