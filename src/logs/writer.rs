@@ -328,15 +328,88 @@ fn write_ctx_key(out: &mut Vec<u8>, c: &LogCtx, k: &str) {
     }
 }
 
-/// Writes the keys `keys` in order: a field of that name, else the log context's value.
-/// When no field names any of them, the context's part is `pre`, rendered once.
-fn write_keys(out: &mut Vec<u8>, keys: &[&str], fields: &Fields, ctx: Option<&LogCtx>, pre: Option<&[u8]>) {
-    if let Some(pre) = pre.filter(|_| !fields.fields.iter().any(|(f, _)| keys.contains(f))) {
+/// Where a key stands in the record's schema: its index in [`HEADER_KEYS`] followed by
+/// [`ID_KEYS`], or `None` for any other field (one match per field, not a search per key).
+fn schema_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "ts" => 0,
+        "level" => 1,
+        "msg" => 2,
+        "cluster" => 3,
+        "node" => 4,
+        "actor" => 5,
+        "actor_type" => 6,
+        "incarnation" => 7,
+        "app_id" => 8,
+        "attempt" => 9,
+        "container_id" => 10,
+        "executor_id" => 11,
+        "job_id" => 12,
+        "stage_id" => 13,
+        "task_id" => 14,
+        "msg_type" => 15,
+        "event" => 16,
+        "reason" => 17,
+        "mode" => 18,
+        "target" => 19,
+        "by" => 20,
+        _ => return None,
+    })
+}
+
+/// The schema's keys, in order.
+const SCHEMA_LEN: usize = HEADER_KEYS.len() + ID_KEYS.len();
+
+/// A record's fields by schema slot: the first field of each schema key (as a search in
+/// order would find), and which fields are no schema key.
+struct Slots {
+    at: [Option<u8>; SCHEMA_LEN],
+    other: u64,
+}
+
+impl Slots {
+    fn of(fields: &Fields) -> Slots {
+        let mut slots = Slots {
+            at: [None; SCHEMA_LEN],
+            other: 0,
+        };
+        for (i, (k, _)) in fields.fields.iter().enumerate() {
+            match schema_slot(k) {
+                Some(s) => {
+                    if slots.at[s].is_none() {
+                        slots.at[s] = u8::try_from(i).ok();
+                    }
+                }
+                None if i < 64 => slots.other |= 1 << i,
+                None => {}
+            }
+        }
+        slots
+    }
+}
+
+/// Writes the schema keys of slots `range` in order: a field of that name, else the log
+/// context's value. When no field names any of them, the context's part is `pre`, rendered
+/// once.
+fn write_keys(
+    out: &mut Vec<u8>,
+    range: std::ops::Range<usize>,
+    fields: &Fields,
+    slots: &Slots,
+    ctx: Option<&LogCtx>,
+    pre: Option<&[u8]>,
+) {
+    if let Some(pre) = pre.filter(|_| slots.at[range.clone()].iter().all(Option::is_none)) {
         out.extend_from_slice(pre);
         return;
     }
-    for k in keys.iter().copied() {
-        if let Some((_, v)) = fields.fields.iter().find(|(f, _)| *f == k) {
+    for slot in range {
+        let k = if slot < HEADER_KEYS.len() {
+            HEADER_KEYS[slot]
+        } else {
+            ID_KEYS[slot - HEADER_KEYS.len()]
+        };
+        if let Some((_, v)) = slots.at[slot].and_then(|i| fields.fields.get(i as usize)) {
             write_key(out, k);
             let _ = serde_json::to_writer(&mut *out, v);
         } else if let Some(c) = ctx {
@@ -408,20 +481,23 @@ fn write_record(
     write_json_str(out, level_name(level));
     out.extend_from_slice(b",\"msg\":");
     write_json_str(out, &fields.msg);
-    write_keys(out, &CTX_HEAD_KEYS, fields, ctx, pre.map(|p| &p.head[..]));
-    write_keys(out, &CTX_ID_KEYS, fields, ctx, pre.map(|p| &p.ids[..]));
-    for k in ID_KEYS[CTX_ID_KEYS.len()..].iter().copied() {
-        if let Some((_, v)) = fields.fields.iter().find(|(f, _)| *f == k) {
+    let slots = Slots::of(fields);
+    let head = HEADER_KEYS.len() - CTX_HEAD_KEYS.len()..HEADER_KEYS.len();
+    let ids = HEADER_KEYS.len()..HEADER_KEYS.len() + CTX_ID_KEYS.len();
+    write_keys(out, head, fields, &slots, ctx, pre.map(|p| &p.head[..]));
+    write_keys(out, ids.clone(), fields, &slots, ctx, pre.map(|p| &p.ids[..]));
+    // The other ids and the supervision fields come from the record only.
+    write_keys(out, ids.end..SCHEMA_LEN, fields, &slots, None, None);
+    for (i, (k, v)) in fields.fields.iter().enumerate() {
+        let other = if i < 64 {
+            slots.other & (1 << i) != 0
+        } else {
+            schema_slot(k).is_none()
+        };
+        if other {
             write_key(out, k);
             let _ = serde_json::to_writer(&mut *out, v);
         }
-    }
-    for (k, v) in &fields.fields {
-        if HEADER_KEYS.contains(k) || ID_KEYS.contains(k) {
-            continue;
-        }
-        write_key(out, k);
-        let _ = serde_json::to_writer(&mut *out, v);
     }
     out.push(b'}');
 }
@@ -840,6 +916,36 @@ mod tests {
                 String::from_utf8(with).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn schema_slots_follow_the_schema() {
+        for (i, k) in HEADER_KEYS.iter().chain(ID_KEYS.iter()).enumerate() {
+            assert_eq!(schema_slot(k), Some(i), "{k}");
+        }
+        assert_eq!(schema_slot("tid"), None);
+        // A field named twice: the first is written, as a search in order finds it.
+        let fields = Fields {
+            msg: "m".into(),
+            fields: vec![
+                ("stage_id", Value::Number(1.into())),
+                ("stage_id", Value::Number(2.into())),
+                ("x", Value::Bool(true)),
+            ],
+        };
+        let mut line = Vec::new();
+        write_record(
+            &mut line,
+            SystemTime::UNIX_EPOCH,
+            &Level::INFO,
+            &fields,
+            None,
+            None,
+        );
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            r#"{"ts":"1970-01-01T00:00:00.000000Z","level":"INFO","msg":"m","stage_id":1,"x":true}"#
+        );
     }
 
     #[test]
