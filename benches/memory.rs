@@ -24,8 +24,20 @@ use sparkyard::runtime::Cluster;
 use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
 use sparkyard::yarn::protocol::ApplicationClientProtocol;
 
-/// What the job saw: (peak kB before, peak kB after, rss kB after, wall s, cpu s).
-static FIGURES: Mutex<Option<(u64, u64, u64, f64, f64)>> = Mutex::new(None);
+/// What the job saw.
+#[derive(Clone, Copy)]
+struct Figures {
+    /// VmHWM before the job, kB.
+    before: u64,
+    /// VmHWM at its end, kB.
+    after: u64,
+    /// VmRSS at its end, kB.
+    rss: u64,
+    wall: f64,
+    cpu: f64,
+}
+
+static FIGURES: Mutex<Option<Figures>> = Mutex::new(None);
 
 /// A field of /proc/self/status in kB (VmHWM, VmRSS).
 fn status_kb(field: &str) -> u64 {
@@ -66,7 +78,13 @@ fn tiny_tasks(env: &AppEnv) -> Result<(), AppError> {
     let wall = t.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu;
     assert_eq!(count, n as u64);
-    *FIGURES.lock().unwrap() = Some((before, status_kb("VmHWM"), status_kb("VmRSS"), wall, cpu));
+    *FIGURES.lock().unwrap() = Some(Figures {
+        before,
+        after: status_kb("VmHWM"),
+        rss: status_kb("VmRSS"),
+        wall,
+        cpu,
+    });
     sc.stop();
     Ok(())
 }
@@ -136,7 +154,13 @@ fn child(n: u32, level: &str) {
     .expect("subscriber");
     sparkyard::apps::register_application("bench.TinyTasks", tiny_tasks);
     run_job(n);
-    let (before, after, rss, wall, cpu) = FIGURES.lock().unwrap().expect("the job ran");
+    let Figures {
+        before,
+        after,
+        rss,
+        wall,
+        cpu,
+    } = FIGURES.lock().unwrap().expect("the job ran");
     println!(
         "{n:>9} tasks: peak RSS {:.1} MB at its end (before the job {:.1} MB, at start {:.1} MB, \
          RSS at end {:.1} MB), {:.3} KB a task; job CPU {cpu:.2} s, wall {wall:.2} s (load {})",

@@ -41,7 +41,7 @@ use super::dag_scheduler::{CompletionEvent, DagEvent};
 use super::events::{TaskEndReason, TaskInfo, TaskLocality};
 use super::loss_reason::ExecutorLossReason;
 use super::task::{KillTask, TaskResult};
-use super::task_set::{SchedulerEvent, TaskBinary, TaskLaunch, TaskLocation, TaskSet, TaskSpec};
+use super::task_set::{SchedulerEvent, TaskBinary, TaskLaunch, TaskLocation, TaskSet};
 
 /// The reason given to `KillTask` for the other running attempts once one attempt succeeded.
 pub const KILL_REASON_ANOTHER_ATTEMPT_SUCCEEDED: &str = "another attempt succeeded";
@@ -2402,6 +2402,7 @@ impl TaskSetManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::task_set::TaskSpec;
 
     /// A fixed cluster: executors by host, racks by host.
     #[derive(Default)]
