@@ -207,7 +207,7 @@ struct TaskDescriptionRef<'a> {
 
 /// Encodes the TaskDescription of a launch decision.
 pub fn encode_task(t: &TaskLaunch) -> Result<Vec<u8>, String> {
-    let slice = t.binary.slices.get(t.index as usize).and_then(|s| s.as_deref());
+    let slice = t.slice.as_deref();
     rmp_serde::to_vec(&TaskDescriptionRef {
         task_id: t.task_id,
         attempt_number: t.attempt_number,

@@ -67,6 +67,7 @@ pub struct StageInfo {
     pub failure_reason: Option<String>,
     /// Where each task of the attempt would like to run (taskLocalityPreferences, by task
     /// index; the allocation manager's placement hints). Not in the event log, as in Spark.
+    /// Empty when no task has a preference.
     #[serde(default)]
     pub task_locality_preferences: Vec<Vec<TaskLocation>>,
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::dag_scheduler::DagEvent;
 use super::events::{TaskEndReason, TaskLocality};
 use super::task::{KillTask, TaskResult};
+use crate::rdd::{Lineage, RddId, RddKind, Slice};
 
 /// Where a task would like to run (Spark's TaskLocation: HostTaskLocation or
 /// ExecutorCacheTaskLocation).
@@ -40,11 +41,77 @@ pub struct TaskSpec {
 }
 
 /// The encoded stage binary and, for a stage that starts from a parallelized collection,
-/// each task's encoded slice (by task index).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// where each task's slice is (by task index).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskBinary {
     pub stage_bytes: Vec<u8>,
-    pub slices: Vec<Option<Vec<u8>>>,
+    pub slices: TaskSlices,
+}
+
+/// The slices of a stage that starts from a parallelized collection, by task index: the
+/// job's lineage (shared, not copied) and the collection in it, encoded one task at a time
+/// when the task launches. A million-task stage holds nothing per task here (its slices
+/// encoded up front held about 56 bytes a task until the stage ended).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskSlices {
+    source: Option<(Arc<Lineage>, RddId)>,
+    /// Each task's partition of the collection; `None`: the task index is the partition.
+    partitions: Option<Arc<[u32]>>,
+    len: usize,
+}
+
+impl TaskSlices {
+    /// The slices of `collection` (a ParallelCollection of `lineage`) for tasks computing
+    /// `partitions` (by task index), checked to encode: the error of the first that does not.
+    pub fn of_collection(
+        lineage: Arc<Lineage>,
+        collection: RddId,
+        partitions: &[u32],
+    ) -> Result<Self, String> {
+        let identity = partitions.iter().enumerate().all(|(i, &p)| p as usize == i);
+        let slices = TaskSlices {
+            source: Some((lineage, collection)),
+            partitions: (!identity).then(|| partitions.into()),
+            len: partitions.len(),
+        };
+        let mut scratch = Vec::new();
+        for index in 0..slices.len {
+            if let Some(slice) = slices.slice(index) {
+                scratch.clear();
+                rmp_serde::encode::write(&mut scratch, slice).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(slices)
+    }
+
+    /// One slice per task, or none for a stage that does not start from a collection.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn slice(&self, index: usize) -> Option<&Slice> {
+        if index >= self.len {
+            return None;
+        }
+        let (lineage, collection) = self.source.as_ref()?;
+        let partition = match &self.partitions {
+            Some(p) => *p.get(index)?,
+            None => u32::try_from(index).ok()?,
+        };
+        match &lineage.node(*collection)?.kind {
+            RddKind::ParallelCollection { slices, .. } => slices.get(partition as usize),
+            _ => None,
+        }
+    }
+
+    /// Task `index`'s slice, encoded (what its TaskDescription carries).
+    pub fn encoded(&self, index: usize) -> Option<Vec<u8>> {
+        self.slice(index).and_then(|s| rmp_serde::to_vec(s).ok())
+    }
 }
 
 /// A stage attempt's tasks (Spark's TaskSet).
@@ -96,6 +163,8 @@ pub struct TaskLaunch {
     /// `task <index>.<attempt> in stage <stage>.<stageAttempt> (TID <tid>)`.
     pub name: String,
     pub binary: Arc<TaskBinary>,
+    /// The task's encoded slice, for a stage that starts from a parallelized collection.
+    pub slice: Option<Vec<u8>>,
 }
 
 /// A task's state change as the executor reported it.

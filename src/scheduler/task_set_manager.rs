@@ -41,7 +41,7 @@ use super::dag_scheduler::{CompletionEvent, DagEvent};
 use super::events::{TaskEndReason, TaskInfo, TaskLocality};
 use super::loss_reason::ExecutorLossReason;
 use super::task::{KillTask, TaskResult};
-use super::task_set::{SchedulerEvent, TaskBinary, TaskLaunch, TaskLocation, TaskSet, TaskSpec};
+use super::task_set::{SchedulerEvent, TaskBinary, TaskLaunch, TaskLocation, TaskSet};
 
 /// The reason given to `KillTask` for the other running attempts once one attempt succeeded.
 pub const KILL_REASON_ANOTHER_ATTEMPT_SUCCEEDED: &str = "another attempt succeeded";
@@ -314,40 +314,31 @@ pub struct SpeculatableTask {
 
 // ----- internal records --------------------------------------------------------------------
 
-/// Task ids of an index's attempts, oldest first; the first one inline (most indices run
-/// once, and this saves an allocation per task).
-#[derive(Debug, Default)]
-struct AttemptIds {
-    first: Option<u64>,
-    more: Vec<u64>,
-}
-
-impl AttemptIds {
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some()) + self.more.len()
-    }
-
-    fn push(&mut self, tid: u64) {
-        if self.first.is_none() {
-            self.first = Some(tid);
-        } else {
-            self.more.push(tid);
-        }
-    }
-
-    fn iter(&self) -> impl DoubleEndedIterator<Item = u64> + '_ {
-        self.first.into_iter().chain(self.more.iter().copied())
-    }
-}
+/// The task id an index has before its first attempt (the scheduler counts task ids up
+/// from 0 and never reaches it).
+const NO_ATTEMPT: u64 = u64::MAX;
 
 /// Per index: copies running, whether some attempt succeeded, failures counted and its
-/// attempts.
-#[derive(Debug, Default)]
+/// first attempt (16 bytes an index; the later attempts of the few indices that run again
+/// are in [`AttemptTable::later`]).
+#[derive(Debug)]
 struct IndexState {
-    copies_running: u32,
-    successful: bool,
+    /// The first attempt's task id, or [`NO_ATTEMPT`].
+    first_attempt: u64,
     num_failures: u32,
-    attempts: AttemptIds,
+    copies_running: u16,
+    successful: bool,
+}
+
+impl Default for IndexState {
+    fn default() -> Self {
+        IndexState {
+            first_attempt: NO_ATTEMPT,
+            num_failures: 0,
+            copies_running: 0,
+            successful: false,
+        }
+    }
 }
 
 impl IndexState {
@@ -365,7 +356,6 @@ struct Attempt {
     exec: u32,
     launch_time: u64,
     finish_time: u64,
-    getting_result_time: u64,
     locality: TaskLocality,
     speculative: bool,
     failed: bool,
@@ -377,6 +367,74 @@ struct Attempt {
     launching: bool,
 }
 
+/// The manager's attempts by task id, in launch order: a vector of attempts and the runs of
+/// consecutive task ids they were launched with. The scheduler hands out task ids counting
+/// up, so a task set running alone has one run, and one interleaved with others a run per
+/// stretch of launches: a lookup is a binary search over the runs, an insert an append, and
+/// an attempt costs its own size (a hash map of a million attempts held about 120 MB at its
+/// peak, its control bytes and free buckets included, twice that while it grew). A task id
+/// that does not count up from the last one (only a caller numbering by hand does that) is
+/// kept in a map beside.
+#[derive(Debug, Default)]
+struct AttemptTable {
+    slots: Vec<Attempt>,
+    /// (first task id, first slot, length) of each run, by first task id.
+    runs: Vec<(u64, u32, u32)>,
+    /// Task ids out of order, by task id; looked at first, so a repeated id answers with its
+    /// latest attempt.
+    out_of_order: FastMap<u64, u32>,
+    /// Task ids of the attempts after the first, oldest first, by index.
+    later: FastMap<u32, Vec<u64>>,
+}
+
+impl AttemptTable {
+    /// Task ids of `index`'s attempts, oldest first (`first`: its first attempt's id).
+    fn ids_of(&self, first: u64, index: u32) -> impl DoubleEndedIterator<Item = u64> + '_ {
+        (first != NO_ATTEMPT)
+            .then_some(first)
+            .into_iter()
+            .chain(self.later.get(&index).into_iter().flatten().copied())
+    }
+
+    fn slot_of(&self, tid: u64) -> Option<usize> {
+        if let Some(&slot) = self.out_of_order.get(&tid) {
+            return Some(slot as usize);
+        }
+        let pos = self.runs.partition_point(|&(first, _, _)| first <= tid);
+        let &(first, slot, len) = self.runs.get(pos.checked_sub(1)?)?;
+        let offset = tid - first;
+        (offset < u64::from(len)).then(|| slot as usize + offset as usize)
+    }
+
+    fn get(&self, tid: &u64) -> Option<&Attempt> {
+        self.slot_of(*tid).and_then(|s| self.slots.get(s))
+    }
+
+    fn get_mut(&mut self, tid: &u64) -> Option<&mut Attempt> {
+        self.slot_of(*tid).and_then(|s| self.slots.get_mut(s))
+    }
+
+    fn insert(&mut self, tid: u64, attempt: Attempt) {
+        let Ok(slot) = u32::try_from(self.slots.len()) else {
+            return;
+        };
+        self.slots.push(attempt);
+        match self.runs.last_mut() {
+            Some((first, start, len)) => {
+                let end = first.saturating_add(u64::from(*len));
+                if tid == end && *start + *len == slot {
+                    *len += 1;
+                } else if tid >= end {
+                    self.runs.push((tid, slot, 1));
+                } else {
+                    self.out_of_order.insert(tid, slot);
+                }
+            }
+            None => self.runs.push((tid, slot, 1)),
+        }
+    }
+}
+
 /// An executor this manager launched on, and its attempts in launch order.
 #[derive(Debug)]
 struct ExecSlot {
@@ -385,22 +443,79 @@ struct ExecSlot {
     tids: Vec<u64>,
 }
 
-/// Pending task indices by locality; stacks (top = end), duplicates allowed, cleaned lazily.
+/// A stack of pending task indices (top = end, duplicates allowed, cleaned lazily) whose
+/// bottom may be the range `start..end` pushed in reverse, as a new task set pushes all its
+/// indices: the whole set costs nothing per task until it is popped (the list is, bottom to
+/// top, `end - 1, ..., start`, then `stack`). Only the top of the range is ever taken: the
+/// regular lists are only popped, and the speculative lists, whose dequeue skips entries,
+/// never start with a range.
+#[derive(Debug, Default)]
+struct IndexStack {
+    range: std::ops::Range<u32>,
+    stack: Vec<u32>,
+}
+
+impl IndexStack {
+    /// `end - 1, ..., 1, 0` (0 on top), as pushing `0..end` in reverse order makes.
+    fn reversed_range(end: u32) -> Self {
+        IndexStack {
+            range: 0..end,
+            stack: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.stack.is_empty() && self.range.is_empty()
+    }
+
+    fn push(&mut self, index: u32) {
+        self.stack.push(index);
+    }
+
+    fn last(&self) -> Option<u32> {
+        match self.stack.last() {
+            Some(&i) => Some(i),
+            None => (!self.range.is_empty()).then_some(self.range.start),
+        }
+    }
+
+    fn pop(&mut self) -> Option<u32> {
+        self.stack.pop().or_else(|| self.range.next())
+    }
+
+    /// Bottom to top (for tests).
+    #[cfg(test)]
+    fn to_vec(&self) -> Vec<u32> {
+        self.range
+            .clone()
+            .rev()
+            .chain(self.stack.iter().copied())
+            .collect()
+    }
+}
+
+/// Pending task indices by locality, each list an [`IndexStack`].
 #[derive(Debug, Default)]
 struct PendingTasks {
-    for_executor: BTreeMap<String, Vec<u32>>,
-    for_host: BTreeMap<String, Vec<u32>>,
-    no_prefs: Vec<u32>,
-    for_rack: BTreeMap<String, Vec<u32>>,
-    all: Vec<u32>,
+    for_executor: BTreeMap<String, IndexStack>,
+    for_host: BTreeMap<String, IndexStack>,
+    no_prefs: IndexStack,
+    for_rack: BTreeMap<String, IndexStack>,
+    all: IndexStack,
 }
 
 /// Pushes `index` on `map[key]` without allocating a key that already exists.
-fn push_keyed(map: &mut BTreeMap<String, Vec<u32>>, key: &str, index: u32) {
+fn push_keyed(map: &mut BTreeMap<String, IndexStack>, key: &str, index: u32) {
     match map.get_mut(key) {
         Some(list) => list.push(index),
         None => {
-            map.insert(key.to_string(), vec![index]);
+            map.insert(
+                key.to_string(),
+                IndexStack {
+                    range: 0..0,
+                    stack: vec![index],
+                },
+            );
         }
     }
 }
@@ -501,8 +616,8 @@ pub fn bytes_to_string(size: u64) -> String {
 }
 
 /// Pops indices that no longer need a launch off the top of `list`; true if one remains.
-fn list_has_launchable(list: &mut Vec<u32>, tasks: &[IndexState], work: &mut u64) -> bool {
-    while let Some(&i) = list.last() {
+fn list_has_launchable(list: &mut IndexStack, tasks: &[IndexState], work: &mut u64) -> bool {
+    while let Some(i) = list.last() {
         *work += 1;
         if tasks.get(i as usize).is_some_and(IndexState::needs_launch) {
             return true;
@@ -514,7 +629,7 @@ fn list_has_launchable(list: &mut Vec<u32>, tasks: &[IndexState], work: &mut u64
 
 /// Spark's `moreTasksToRunIn`: whether some list of the map still has a launchable task;
 /// lists found empty on the way are dropped.
-fn map_has_launchable(map: &mut BTreeMap<String, Vec<u32>>, tasks: &[IndexState], work: &mut u64) -> bool {
+fn map_has_launchable(map: &mut BTreeMap<String, IndexStack>, tasks: &[IndexState], work: &mut u64) -> bool {
     let mut empty = Vec::new();
     let mut found = false;
     for (key, list) in map.iter_mut() {
@@ -535,7 +650,7 @@ struct DequeueCtx<'a> {
     tasks: &'a [IndexState],
     /// Barrier tasks already picked in this round.
     barrier_pending: &'a FastSet<u32>,
-    attempts: &'a FastMap<u64, Attempt>,
+    attempts: &'a AttemptTable,
     execs: &'a [ExecSlot],
     host: &'a str,
     speculative: bool,
@@ -544,7 +659,7 @@ struct DequeueCtx<'a> {
 impl DequeueCtx<'_> {
     fn attempted_on_host(&self, index: u32) -> bool {
         self.tasks.get(index as usize).is_some_and(|t| {
-            t.attempts.iter().any(|tid| {
+            self.attempts.ids_of(t.first_attempt, index).any(|tid| {
                 self.attempts
                     .get(&tid)
                     .and_then(|a| self.execs.get(a.exec as usize))
@@ -555,27 +670,43 @@ impl DequeueCtx<'_> {
 
     /// Takes the topmost usable index off `list`, dropping stale entries on the way. A
     /// speculative copy skips (and keeps) indices that already ran on the offered host.
-    fn dequeue(&self, list: &mut Vec<u32>, work: &mut u64) -> Option<u32> {
-        let mut pos = list.len();
-        while pos > 0 {
-            pos -= 1;
-            *work += 1;
-            let Some(&index) = list.get(pos) else { continue };
-            if self.speculative && self.attempted_on_host(index) {
-                continue;
+    fn dequeue(&self, list: &mut IndexStack, work: &mut u64) -> Option<u32> {
+        if self.speculative {
+            // Skipped entries stay, so only an explicit stack will do: the speculative lists
+            // are only ever pushed on.
+            debug_assert!(list.range.is_empty());
+            let mut pos = list.stack.len();
+            while pos > 0 {
+                pos -= 1;
+                *work += 1;
+                let Some(&index) = list.stack.get(pos) else {
+                    continue;
+                };
+                if self.attempted_on_host(index) {
+                    continue;
+                }
+                list.stack.remove(pos);
+                if self.usable(index) {
+                    return Some(index);
+                }
             }
-            list.remove(pos);
-            let Some(t) = self.tasks.get(index as usize) else {
-                continue;
-            };
-            if !t.successful
-                && ((t.copies_running == 0 && !self.barrier_pending.contains(&index))
-                    || (self.speculative && t.copies_running == 1))
-            {
+            return None;
+        }
+        while let Some(index) = list.pop() {
+            *work += 1;
+            if self.usable(index) {
                 return Some(index);
             }
         }
         None
+    }
+
+    fn usable(&self, index: u32) -> bool {
+        self.tasks.get(index as usize).is_some_and(|t| {
+            !t.successful
+                && ((t.copies_running == 0 && !self.barrier_pending.contains(&index))
+                    || (self.speculative && t.copies_running == 1))
+        })
     }
 }
 
@@ -610,6 +741,52 @@ fn levels_to_string(levels: &[TaskLocality]) -> String {
     levels.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", ")
 }
 
+/// Each task index's RDD partition: the index itself (a job over all partitions, the common
+/// case, costs nothing per task), or a list with its inverse sorted by partition (8 bytes a
+/// task instead of a hash map's 16 to 18).
+#[derive(Debug)]
+enum PartitionIds {
+    Identity(u32),
+    List {
+        by_index: Vec<u32>,
+        /// (partition, index), sorted; a partition listed twice answers with its last index.
+        sorted: Vec<(u32, u32)>,
+    },
+}
+
+impl PartitionIds {
+    fn new(ids: impl ExactSizeIterator<Item = u32> + Clone) -> Self {
+        let n = ids.len() as u32;
+        if ids.clone().enumerate().all(|(i, p)| p == i as u32) {
+            return PartitionIds::Identity(n);
+        }
+        let by_index: Vec<u32> = ids.collect();
+        let mut sorted: Vec<(u32, u32)> = by_index.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+        sorted.sort_unstable();
+        PartitionIds::List { by_index, sorted }
+    }
+
+    /// The partition of `index` (the index itself when out of range).
+    fn partition_of(&self, index: u32) -> u32 {
+        match self {
+            PartitionIds::Identity(_) => index,
+            PartitionIds::List { by_index, .. } => by_index.get(index as usize).copied().unwrap_or(index),
+        }
+    }
+
+    /// The (last) index that computes `partition`.
+    fn index_of(&self, partition: u32) -> Option<u32> {
+        match self {
+            PartitionIds::Identity(n) => (partition < *n).then_some(partition),
+            PartitionIds::List { sorted, .. } => {
+                let pos = sorted.partition_point(|&(p, _)| p <= partition);
+                let &(p, index) = sorted.get(pos.checked_sub(1)?)?;
+                (p == partition).then_some(index)
+            }
+        }
+    }
+}
+
 // ----- the manager -------------------------------------------------------------------------
 
 /// Spark's TaskSetManager for one stage attempt. See the module documentation.
@@ -627,13 +804,17 @@ pub struct TaskSetManager {
     last_resource_offer_fail_log_time: u64,
     config: TsmConfig,
 
-    specs: Vec<TaskSpec>,
+    /// Each index's RDD partition.
+    partitions: PartitionIds,
+    /// Each index's preferred locations; empty when no task has any.
+    prefs: Vec<Box<[TaskLocation]>>,
     binary: Arc<TaskBinary>,
     tasks: Vec<IndexState>,
-    partition_to_index: FastMap<u32, u32>,
     /// Rack of each preferred host, resolved once at construction.
     host_racks: FastMap<String, String>,
-    attempts: FastMap<u64, Attempt>,
+    attempts: AttemptTable,
+    /// When attempts started fetching their results (the few that do), by task id.
+    getting_result_times: FastMap<u64, u64>,
     /// The executors launched on (attempts refer to them by position).
     execs: Vec<ExecSlot>,
     exec_slots: FastMap<String, u32>,
@@ -687,11 +868,10 @@ impl TaskSetManager {
         } = task_set;
         tasks.truncate(u32::MAX as usize);
         let num_tasks = tasks.len();
-        let mut partition_to_index = FastMap::default();
+        let partitions = PartitionIds::new(tasks.iter().map(|t| t.partition_id));
         let mut host_racks = FastMap::default();
         let mut no_rack = FastSet::default();
-        for (i, t) in tasks.iter().enumerate() {
-            partition_to_index.insert(t.partition_id, i as u32);
+        for t in &tasks {
             for loc in &t.preferred_locations {
                 let host = loc.host();
                 if !host_racks.contains_key(host) && !no_rack.contains(host) {
@@ -706,6 +886,14 @@ impl TaskSetManager {
                 }
             }
         }
+        let prefs: Vec<Box<[TaskLocation]>> = if tasks.iter().any(|t| !t.preferred_locations.is_empty()) {
+            tasks
+                .into_iter()
+                .map(|t| t.preferred_locations.into_boxed_slice())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let spec = &config.speculation;
         let min_finished = ((spec.quantile * num_tasks as f64).floor() as usize).max(1);
         let slots = view.executor_cores().map_or(1, |c| c as usize);
@@ -719,12 +907,13 @@ impl TaskSetManager {
             barrier_pending: FastSet::default(),
             last_resource_offer_fail_log_time: now_ms,
             config,
-            specs: tasks,
+            partitions,
+            prefs,
             binary,
             tasks: (0..num_tasks).map(|_| IndexState::default()).collect(),
-            partition_to_index,
             host_racks,
-            attempts: FastMap::default(),
+            attempts: AttemptTable::default(),
+            getting_result_times: FastMap::default(),
             execs: Vec::new(),
             exec_slots: FastMap::default(),
             running: BTreeSet::new(),
@@ -752,8 +941,16 @@ impl TaskSetManager {
             work: 0,
             submitted_ms: now_ms,
         };
-        for i in (0..num_tasks as u32).rev() {
-            tsm.add_pending_task(i, false);
+        // Every index, pushed in reverse order so the lowest is taken first: ALL (and NO_PREF
+        // when no task has a preference) as ranges, the keyed lists one push each.
+        let n = num_tasks as u32;
+        tsm.pending.all = IndexStack::reversed_range(n);
+        if tsm.prefs.is_empty() {
+            tsm.pending.no_prefs = IndexStack::reversed_range(n);
+        } else {
+            for i in (0..n).rev() {
+                tsm.add_pending_task_locations(i, false);
+            }
         }
         tsm.set_locality_levels(view);
         tsm
@@ -1097,8 +1294,8 @@ impl TaskSetManager {
 
     /// The result of the attempt is being fetched from a block manager.
     pub fn task_getting_result(&mut self, tid: u64, now_ms: u64) {
-        if let Some(a) = self.attempts.get_mut(&tid) {
-            a.getting_result_time = now_ms;
+        if self.attempts.get(&tid).is_some() {
+            self.getting_result_times.insert(tid, now_ms);
         }
     }
 
@@ -1217,7 +1414,7 @@ impl TaskSetManager {
         // Kill the other running attempts of the index, newest first.
         let mut kill_other_attempts = Vec::new();
         if let Some(t) = self.tasks.get(index as usize) {
-            for other in t.attempts.iter().rev() {
+            for other in self.attempts.ids_of(t.first_attempt, index).rev() {
                 if let Some(a) = self.attempts.get(&other) {
                     if !a.finished {
                         kill_other_attempts.push((other, self.exec_of(a).0.to_string()));
@@ -1518,7 +1715,7 @@ impl TaskSetManager {
     /// Another attempt of this stage finished `partition`: count it as successful here.
     /// Returns whether the set finished.
     pub fn mark_partition_completed(&mut self, partition: u32) -> bool {
-        let Some(&index) = self.partition_to_index.get(&partition) else {
+        let Some(index) = self.partitions.index_of(partition) else {
             return false;
         };
         if self.is_index_successful(index) {
@@ -1758,7 +1955,7 @@ impl TaskSetManager {
     }
 
     fn partition_of(&self, index: u32) -> u32 {
-        self.specs.get(index as usize).map_or(index, |s| s.partition_id)
+        self.partitions.partition_of(index)
     }
 
     /// Spark's TaskInfo for the attempt, as it stands.
@@ -1774,7 +1971,7 @@ impl TaskSetManager {
             host: host.to_string(),
             locality: a.locality,
             speculative: a.speculative,
-            getting_result_time: a.getting_result_time,
+            getting_result_time: self.getting_result_times.get(&tid).copied().unwrap_or(0),
             finish_time: a.finish_time,
             failed: a.failed,
             killed: a.killed,
@@ -2026,12 +2223,22 @@ impl TaskSetManager {
         let now_ms = ctx.now_ms;
         let task_id = *next_task_id;
         *next_task_id = next_task_id.wrapping_add(1);
-        let mut attempt_number = 0;
+        let mut first_attempt = NO_ATTEMPT;
         self.update_index(index, |t| {
             t.copies_running = t.copies_running.saturating_add(1);
-            attempt_number = u32::try_from(t.attempts.len()).unwrap_or(u32::MAX);
-            t.attempts.push(task_id);
+            if t.first_attempt == NO_ATTEMPT {
+                t.first_attempt = task_id;
+            } else {
+                first_attempt = t.first_attempt;
+            }
         });
+        let attempt_number = if first_attempt == NO_ATTEMPT {
+            0
+        } else {
+            let later = self.attempts.later.entry(index).or_default();
+            later.push(task_id);
+            u32::try_from(later.len()).unwrap_or(u32::MAX)
+        };
         let partition = self.partition_of(index);
         let exec = self.exec_slot(exec_id, host);
         let attempt = Attempt {
@@ -2040,7 +2247,6 @@ impl TaskSetManager {
             exec,
             launch_time: now_ms,
             finish_time: 0,
-            getting_result_time: 0,
             locality,
             speculative,
             failed: false,
@@ -2050,13 +2256,8 @@ impl TaskSetManager {
             launching: true,
         };
         let name = self.name_of(task_id, &attempt);
-        let size = self.binary.stage_bytes.len()
-            + self
-                .binary
-                .slices
-                .get(index as usize)
-                .and_then(|s| s.as_ref())
-                .map_or(0, Vec::len);
+        let slice = self.binary.slices.encoded(index as usize);
+        let size = self.binary.stage_bytes.len() + slice.as_ref().map_or(0, Vec::len);
         if size > TASK_SIZE_TO_WARN_KIB * 1024 && !self.emitted_task_size_warning {
             self.emitted_task_size_warning = true;
             tracing::warn!(
@@ -2118,24 +2319,34 @@ impl TaskSetManager {
             cpus,
             name,
             binary: Arc::clone(&self.binary),
+            slice,
         }
     }
 
     /// Pushes `index` on every pending list it belongs to (the regular or the speculative
     /// set). A zombie adds nothing.
     fn add_pending_task(&mut self, index: u32, speculatable: bool) {
-        if self.zombie {
+        if self.zombie || index as usize >= self.tasks.len() {
             return;
         }
-        let Some(spec) = self.specs.get(index as usize) else {
-            return;
-        };
+        self.add_pending_task_locations(index, speculatable);
         let lists = if speculatable {
             &mut self.pending_speculative
         } else {
             &mut self.pending
         };
-        for loc in &spec.preferred_locations {
+        lists.all.push(index);
+    }
+
+    /// Pushes `index` on the lists of its preferred locations, or on NO_PREF (all but ALL).
+    fn add_pending_task_locations(&mut self, index: u32, speculatable: bool) {
+        let prefs = self.prefs.get(index as usize).map_or(&[][..], |p| &p[..]);
+        let lists = if speculatable {
+            &mut self.pending_speculative
+        } else {
+            &mut self.pending
+        };
+        for loc in prefs {
             if let TaskLocation::Executor { executor_id, .. } = loc {
                 push_keyed(&mut lists.for_executor, executor_id, index);
             }
@@ -2144,10 +2355,9 @@ impl TaskSetManager {
                 push_keyed(&mut lists.for_rack, rack, index);
             }
         }
-        if spec.preferred_locations.is_empty() {
+        if prefs.is_empty() {
             lists.no_prefs.push(index);
         }
-        lists.all.push(index);
     }
 
     /// Applies `f` to the index's state, keeping the count of unlaunched indices right.
@@ -2192,6 +2402,7 @@ impl TaskSetManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::task_set::TaskSpec;
 
     /// A fixed cluster: executors by host, racks by host.
     #[derive(Default)]
@@ -2277,7 +2488,7 @@ mod tests {
                 tasks,
                 binary: Arc::new(TaskBinary {
                     stage_bytes: vec![0; 100],
-                    slices: vec![],
+                    slices: Default::default(),
                 }),
                 properties: vec![],
             };
@@ -3150,5 +3361,204 @@ mod tests {
         m.insert("executor-1".into(), 1);
         assert_eq!(m.get("executor-1"), Some(&1));
         assert_eq!(m.get("executor-2"), None);
+    }
+
+    fn attempt_of(index: u32) -> Attempt {
+        Attempt {
+            index,
+            attempt: 0,
+            exec: 0,
+            launch_time: 0,
+            finish_time: 0,
+            locality: Any,
+            speculative: false,
+            failed: false,
+            killed: false,
+            finished: false,
+            succeeded: false,
+            launching: true,
+        }
+    }
+
+    #[test]
+    fn attempt_table_finds_attempts_in_runs_and_out_of_order() {
+        let mut t = AttemptTable::default();
+        assert!(t.get(&0).is_none());
+        // Two runs (10..13, 20..22), then ids that do not count up.
+        for (tid, index) in [
+            (10, 0),
+            (11, 1),
+            (12, 2),
+            (20, 3),
+            (21, 4),
+            (5, 5),
+            (11, 6),
+            (22, 7),
+        ] {
+            t.insert(tid, attempt_of(index));
+        }
+        let found = |t: &AttemptTable, tid: u64| t.get(&tid).map(|a| a.index);
+        assert_eq!(found(&t, 10), Some(0));
+        assert_eq!(found(&t, 12), Some(2));
+        assert_eq!(found(&t, 20), Some(3));
+        assert_eq!(found(&t, 21), Some(4));
+        assert_eq!(found(&t, 5), Some(5));
+        assert_eq!(
+            found(&t, 11),
+            Some(6),
+            "a repeated id answers with its latest attempt"
+        );
+        assert_eq!(found(&t, 22), Some(7));
+        for absent in [0, 4, 9, 13, 19, 23, u64::MAX] {
+            assert_eq!(found(&t, absent), None, "tid {absent}");
+        }
+        t.get_mut(&21).expect("attempt").finished = true;
+        assert!(t.get(&21).is_some_and(|a| a.finished));
+        assert_eq!(
+            t.runs.len(),
+            3,
+            "10..13, 20..22 and 22 after the out-of-order slots"
+        );
+    }
+
+    #[test]
+    fn partition_ids_map_both_ways() {
+        let identity = PartitionIds::new([0u32, 1, 2].into_iter());
+        assert!(matches!(identity, PartitionIds::Identity(3)));
+        assert_eq!(identity.partition_of(2), 2);
+        assert_eq!(identity.index_of(2), Some(2));
+        assert_eq!(identity.index_of(3), None);
+        let list = PartitionIds::new([7u32, 3, 9, 3].into_iter());
+        assert_eq!(
+            (0..4).map(|i| list.partition_of(i)).collect::<Vec<_>>(),
+            vec![7, 3, 9, 3]
+        );
+        assert_eq!(list.index_of(7), Some(0));
+        assert_eq!(list.index_of(9), Some(2));
+        assert_eq!(
+            list.index_of(3),
+            Some(3),
+            "a partition listed twice: its last index"
+        );
+        assert_eq!(list.index_of(0), None);
+        assert_eq!(list.index_of(8), None);
+        assert_eq!(list.index_of(u32::MAX), None);
+    }
+
+    #[test]
+    fn task_sets_launching_in_turn_keep_their_attempts_apart() {
+        let mut h = H::new(&[("1", "h1")]);
+        let mut a = h.tsm(1, 0, no_pref(4), true, TsmConfig::default());
+        let mut b = h.tsm(2, 0, no_pref(4), true, TsmConfig::default());
+        // Task ids alternate between the sets: 0, 2, 4, 6 for a; 1, 3, 5, 7 for b.
+        let mut launched = Vec::new();
+        for _ in 0..4 {
+            launched.push((1, h.launch(&mut a, "1", "h1", 5)));
+            launched.push((2, h.launch(&mut b, "1", "h1", 5)));
+        }
+        for (stage, t) in &launched {
+            let (mine, other) = if *stage == 1 { (&a, &b) } else { (&b, &a) };
+            let info = mine.task_info(t.task_id).expect("its own attempt");
+            assert_eq!((info.task_id, info.index), (t.task_id, t.index));
+            assert!(
+                other.task_info(t.task_id).is_none(),
+                "TID {} is not the other set's",
+                t.task_id
+            );
+        }
+        // Ending b's attempts in reverse order finds each one.
+        for (_, t) in launched.iter().rev().filter(|(s, _)| *s == 2) {
+            assert_eq!(
+                h.ok(&mut b, t.task_id, 1, 9).end_reason,
+                Some(TaskEndReason::Success)
+            );
+        }
+        assert!(b.is_finished());
+        assert_eq!(a.running_task_ids(), vec![0, 2, 4, 6]);
+        assert!(
+            h.ok(&mut a, 3, 1, 9).end_reason.is_none(),
+            "TID 3 is b's, unknown to a"
+        );
+    }
+
+    #[test]
+    fn tasks_with_and_without_preferences_keep_their_order() {
+        let mut h = H::new(&[("1", "h1"), ("2", "h2")]);
+        // Even indices prefer h1; odd ones have no preference; partitions are not indices.
+        let tasks: Vec<TaskSpec> = (0..6)
+            .map(|i| TaskSpec {
+                index: i,
+                partition_id: 100 - i,
+                preferred_locations: if i % 2 == 0 {
+                    vec![TaskLocation::Host("h1".into())]
+                } else {
+                    vec![]
+                },
+            })
+            .collect();
+        let mut tsm = h.tsm(4, 0, tasks, true, TsmConfig::default());
+        assert_eq!(tsm.my_locality_levels(), &[NodeLocal, NoPref, Any]);
+        let on_h1: Vec<(u32, u32, TaskLocality)> = (0..3)
+            .map(|_| {
+                let t = h.launch(&mut tsm, "1", "h1", 0);
+                (t.index, t.partition_id, t.locality)
+            })
+            .collect();
+        assert_eq!(
+            on_h1,
+            vec![(0, 100, NodeLocal), (2, 98, NodeLocal), (4, 96, NodeLocal)]
+        );
+        let (none, _) = h.offer(&mut tsm, "2", "h2", NodeLocal, 0);
+        assert!(none.is_none(), "h2 is nobody's preference");
+        let rest: Vec<(u32, u32)> = (0..3)
+            .map(|_| {
+                let t = h
+                    .offer(&mut tsm, "2", "h2", NoPref, 0)
+                    .0
+                    .expect("a no-preference task");
+                (t.index, t.partition_id)
+            })
+            .collect();
+        assert_eq!(rest, vec![(1, 99), (3, 97), (5, 95)]);
+        assert!(!tsm.mark_partition_completed(96), "five tasks to go");
+        assert!(
+            tsm.is_index_successful(4) && !tsm.is_index_successful(2),
+            "partition 96 is index 4"
+        );
+    }
+
+    #[test]
+    fn index_stack_is_its_range_pushed_in_reverse_then_its_pushes() {
+        let mut s = IndexStack::reversed_range(3);
+        assert_eq!(s.to_vec(), vec![2, 1, 0]);
+        s.push(7);
+        assert_eq!(s.to_vec(), vec![2, 1, 0, 7]);
+        assert_eq!(s.last(), Some(7));
+        let popped: Vec<u32> = std::iter::from_fn(|| s.pop()).collect();
+        assert_eq!(popped, vec![7, 0, 1, 2]);
+        assert!(s.is_empty() && s.last().is_none());
+    }
+
+    #[test]
+    fn a_new_set_pends_every_index_lowest_on_top() {
+        let h = H::new(&[("1", "h1")]);
+        let tsm = h.tsm(1, 0, no_pref(4), true, TsmConfig::default());
+        assert_eq!(tsm.pending.all.to_vec(), vec![3, 2, 1, 0]);
+        assert_eq!(tsm.pending.no_prefs.to_vec(), vec![3, 2, 1, 0]);
+        assert!(tsm.pending.for_host.is_empty());
+        let h1 = || vec![TaskLocation::Host("h1".into())];
+        let tsm = h.tsm(
+            1,
+            0,
+            vec![spec(0, h1()), spec(1, vec![]), spec(2, h1()), spec(3, vec![])],
+            true,
+            TsmConfig::default(),
+        );
+        assert_eq!(tsm.pending.all.to_vec(), vec![3, 2, 1, 0]);
+        assert_eq!(tsm.pending.no_prefs.to_vec(), vec![3, 1]);
+        assert_eq!(
+            tsm.pending.for_host.get("h1").map(IndexStack::to_vec),
+            Some(vec![2, 0])
+        );
     }
 }

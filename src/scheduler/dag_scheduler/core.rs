@@ -42,7 +42,7 @@ use crate::scheduler::events::{
 };
 use crate::scheduler::loss_reason::ExecutorLossReason;
 use crate::scheduler::task::{MapStatus, ShuffleLocations, StageBinary, TaskResult};
-use crate::scheduler::task_set::{TaskBinary, TaskLocation, TaskSet, TaskSpec};
+use crate::scheduler::task_set::{TaskBinary, TaskLocation, TaskSet, TaskSlices, TaskSpec};
 
 /// The job property Spark sets to the call site for jobs without a description.
 const SPARK_JOB_DESCRIPTION: &str = "spark.job.description";
@@ -1031,7 +1031,14 @@ impl DAGSchedulerCore {
         let Some(stage) = self.stages.get_mut(&stage_id) else {
             return;
         };
-        stage.make_new_attempt(to_compute.len() as u32, epoch, output_ids, locations.clone());
+        // No task with a preference: none are listed (what the allocation manager reads from
+        // them is the same, and a million-task stage keeps no million empty lists).
+        let preferences = if locations.iter().all(Vec::is_empty) {
+            Vec::new()
+        } else {
+            locations.clone()
+        };
+        stage.make_new_attempt(to_compute.len() as u32, epoch, output_ids, preferences);
         if !to_compute.is_empty() {
             stage.latest_info.submission_time = Some(now);
         }
@@ -1062,18 +1069,17 @@ impl DAGSchedulerCore {
         let encoded = rmp_serde::to_vec(&binary)
             .map_err(|e| e.to_string())
             .and_then(|stage_bytes| {
-                let starts_from_collection = lineage
+                let collection = lineage
                     .stage_rdds(rdd)
                     .iter()
-                    .any(|n| matches!(n.kind, RddKind::ParallelCollection { .. }));
-                let slices = if starts_from_collection {
-                    to_compute
-                        .iter()
-                        .map(|(_, p)| lineage.slice(rdd, *p).map(rmp_serde::to_vec).transpose())
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| e.to_string())?
-                } else {
-                    Vec::new()
+                    .find(|n| matches!(n.kind, RddKind::ParallelCollection { .. }))
+                    .map(|n| n.id);
+                let slices = match collection {
+                    Some(id) => {
+                        let partitions: Vec<u32> = to_compute.iter().map(|(_, p)| *p).collect();
+                        TaskSlices::of_collection(lineage.clone(), id, &partitions)?
+                    }
+                    None => TaskSlices::default(),
                 };
                 Ok(TaskBinary { stage_bytes, slices })
             });

@@ -360,7 +360,7 @@ fn narrow_job_is_one_result_stage_with_locality_and_slices() {
         RddKind::ParallelCollection { slices, .. } => assert!(slices.is_empty()),
         other => panic!("unexpected {other:?}"),
     }
-    let slice: Slice = rmp_serde::from_slice(ts.binary.slices[1].as_ref().unwrap()).unwrap();
+    let slice: Slice = rmp_serde::from_slice(&ts.binary.slices.encoded(1).unwrap()).unwrap();
     assert_eq!(slice, Slice::Values(vec![Value::I64(1)]));
     match posts(&actions)[1] {
         SparkListenerEvent::StageSubmitted {

@@ -1,0 +1,205 @@
+//! Memory per pending task (`cargo bench --bench memory`): one job of N one-record tasks
+//! (`parallelize(0 until n, n).count()`, as `benches/jobs.rs`'s tiny tasks) on 2 executors of
+//! 4 cores, in process, the cluster logging at INFO to files in a temporary directory, and
+//! the process's peak resident set (VmHWM from /proc/self/status) before and after it.
+//!
+//! Each size runs in a process of its own (the bench starts itself again with
+//! `--tasks N`), so one size's peak does not hide another's. `cargo bench --bench memory --
+//! 100000` runs one size; with no size it runs 1,000,000 and 100,000 tasks.
+//! `SPARKYARD_BENCH_LOG=warn` measures without the per-task records.
+//!
+//! Printed per size: the peak before the job (cluster, AM, executors and SparkContext up),
+//! the peak and the current resident set at its end, the growth of the peak per task, the
+//! job's wall time (with the load average beside it) and the process's CPU time (user + sys)
+//! over the job: figures that do not move with the machine's noise, except the wall time.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sparkyard::conf::{NodeSpec, SparkConf};
+use sparkyard::context::{AppEnv, AppError, SparkContext};
+use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, RmConnection};
+use sparkyard::logs::{Console, LogInit};
+use sparkyard::runtime::Cluster;
+use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
+use sparkyard::yarn::protocol::ApplicationClientProtocol;
+
+/// What the job saw.
+#[derive(Clone, Copy)]
+struct Figures {
+    /// VmHWM before the job, kB.
+    before: u64,
+    /// VmHWM at its end, kB.
+    after: u64,
+    /// VmRSS at its end, kB.
+    rss: u64,
+    wall: f64,
+    cpu: f64,
+}
+
+static FIGURES: Mutex<Option<Figures>> = Mutex::new(None);
+
+/// A field of /proc/self/status in kB (VmHWM, VmRSS).
+fn status_kb(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The process's CPU time so far (user + sys), in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with the last ')'): state is field 3, utime
+    // and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let hz = rustix::param::clock_ticks_per_second() as f64;
+    (ticks(11) + ticks(12)) as f64 / hz
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// The bench application: one job of `args[0]` one-record tasks.
+fn tiny_tasks(env: &AppEnv) -> Result<(), AppError> {
+    let n: u32 = env.args().first().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let sc = SparkContext::new(env)?;
+    let before = status_kb("VmHWM");
+    let cpu = cpu_seconds();
+    let t = Instant::now();
+    let count = sc.parallelize_range(0, n as i64, 1, Some(n))?.count()?;
+    let wall = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu;
+    assert_eq!(count, n as u64);
+    *FIGURES.lock().unwrap() = Some(Figures {
+        before,
+        after: status_kb("VmHWM"),
+        rss: status_kb("VmRSS"),
+        wall,
+        cpu,
+    });
+    sc.stop();
+    Ok(())
+}
+
+/// Runs the bench application on an in-process cluster of 2 executors × 4 cores.
+fn run_job(n: u32) {
+    let logs = tempfile::tempdir().unwrap();
+    let sys = actix::System::new();
+    let log_dir = logs.path().to_path_buf();
+    sys.block_on(async move {
+        let cluster = Cluster::builder()
+            .log_dir(&log_dir)
+            .node("rmhost")
+            .build()
+            .unwrap();
+        let nodes: Vec<NodeSpec> = (1..=4)
+            .map(|i| NodeSpec {
+                host: format!("host{i}"),
+                rack: "/rack1".into(),
+                memory_mb: 4_000_000,
+                vcores: 100_000,
+            })
+            .collect();
+        start_node(
+            &cluster,
+            &SparkConf::new(),
+            &nodes,
+            &sparkyard::cli::roles::launchers(),
+            "rmhost",
+            None,
+        )
+        .unwrap();
+        wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let rm = RmConnection::Local(cluster.endpoint::<ApplicationClientProtocol>(&rm_path()));
+        let mut conf = SparkConf::new();
+        conf.set("spark.executor.instances", "2")
+            .set("spark.executor.cores", "4")
+            .set("spark.executor.memory", "512m")
+            .set("spark.yarn.report.interval", "100ms")
+            .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
+            .set("spark.yarn.maxAppAttempts", "1");
+        let args = ClientArgs {
+            conf: Arc::new(conf),
+            main_class: "bench.TinyTasks".into(),
+            primary_resource: "bench.jar".into(),
+            app_args: vec![n.to_string()],
+            client_mode_driver: None,
+        };
+        let app = submit_application(&rm, &args).await.unwrap();
+        let outcome = follow_application(&rm, &args, app).await;
+        assert!(outcome.verdict.is_ok(), "{:?}", outcome.verdict);
+        cluster.shutdown(Duration::from_secs(10)).await;
+    });
+}
+
+/// The child: one job of `n` tasks, one line of figures.
+fn child(n: u32, level: &str) {
+    let at_start = status_kb("VmHWM");
+    sparkyard::logs::init(&LogInit {
+        level: Some(level.to_string()),
+        console: Console::Off,
+        console_quiet_except: None,
+    })
+    .expect("subscriber");
+    sparkyard::apps::register_application("bench.TinyTasks", tiny_tasks);
+    run_job(n);
+    let Figures {
+        before,
+        after,
+        rss,
+        wall,
+        cpu,
+    } = FIGURES.lock().unwrap().expect("the job ran");
+    println!(
+        "{n:>9} tasks: peak RSS {:.1} MB at its end (before the job {:.1} MB, at start {:.1} MB, \
+         RSS at end {:.1} MB), {:.3} KB a task; job CPU {cpu:.2} s, wall {wall:.2} s (load {})",
+        after as f64 / 1024.0,
+        before as f64 / 1024.0,
+        at_start as f64 / 1024.0,
+        rss as f64 / 1024.0,
+        after.saturating_sub(before) as f64 / f64::from(n),
+        load_average(),
+    );
+}
+
+fn main() {
+    let level = std::env::var("SPARKYARD_BENCH_LOG").unwrap_or_else(|_| "info".into());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(pos) = args.iter().position(|a| a == "--tasks") {
+        let n = args
+            .get(pos + 1)
+            .and_then(|a| a.parse().ok())
+            .expect("--tasks needs a number of tasks");
+        child(n, &level);
+        return;
+    }
+    let sizes: Vec<u32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() {
+        vec![1_000_000, 100_000]
+    } else {
+        sizes
+    };
+    println!(
+        "sparkyard memory per pending task (one job of N one-record tasks, 2 executors x 4 cores, \
+         logs at {level} to files; a process per size)"
+    );
+    let exe = std::env::current_exe().expect("the bench's own path");
+    for n in sizes {
+        let status = std::process::Command::new(&exe)
+            .args(["--tasks", &n.to_string()])
+            .status()
+            .expect("the bench starts itself");
+        assert!(status.success(), "the {n}-task run failed: {status}");
+    }
+}
