@@ -2415,7 +2415,8 @@ mod frame_reader_tests {
     async fn a_frame_split_at_every_byte_boundary_decodes_the_same() {
         let sent = messages(4);
         let bytes = wire(&sent);
-        for cut in 0..=bytes.len() {
+        // (A read of no bytes is the end of the stream, so each piece holds one at least.)
+        for cut in 1..bytes.len() {
             let pieces = Pieces::new([bytes[..cut].to_vec(), bytes[cut..].to_vec()]);
             let mut reader = FrameReader::new(pieces, MAX_FRAME_BYTES);
             assert_eq!(read_all(&mut reader).await.unwrap(), sent, "cut at byte {cut}");
