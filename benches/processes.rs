@@ -5,22 +5,32 @@
 //! 1. MapCount in cluster mode, `sparkyard submit` whole process (start, submission, the AM's
 //!    process, two executor processes, the job, the final report, exit): median wall time.
 //! 2. Tiny tasks over TCP: SleepTasks jobs of 100,000 tasks of 0 ms on 2 executor processes of
-//!    4 cores; tasks per second from the job times the application prints.
+//!    4 cores; tasks per second from the job times the application prints (the median of 5
+//!    jobs after a warm-up), and the CPU time (user + system) the node and its container
+//!    processes spent per task. Three variants, each on a node of its own: in the clear, with
+//!    `spark.authenticate`, and with `spark.network.crypto.enabled` too.
 //! 3. An executor process killed with SIGKILL mid-job (`sparkyard chaos signal KILL`): the
 //!    time from the kill to the replacement executor's registration, and to the end of the
 //!    last of the lost tasks' new attempts (from the records' timestamps).
 //! 4. An idle executor process's memory (VmRSS), while its application sleeps.
 //!
-//! `cargo bench --bench processes -- <part>` runs one part: `mapcount`, `throughput`, `kill`
-//! or `memory`. `SPARKYARD_BENCH_CONF="key=value ..."` adds settings to the node and every
-//! submit (authentication and encryption, say).
+//! `cargo bench --bench processes -- <part>` runs one part: `mapcount`, `throughput` (its three
+//! variants), `throughput-plain`, `throughput-auth`, `throughput-crypto`, `kill` or `memory`.
+//! `SPARKYARD_BENCH_CONF="key=value ..."` adds settings to the node and every submit;
+//! `SPARKYARD_BENCH_BIN=path` runs another build of the binary (to compare two builds the same
+//! hour). Wall times are printed with the load average beside them: on a busy machine compare
+//! the CPU time per task.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkyard");
 const RUNS: usize = 5;
+
+/// The binary under test: this build's, or `SPARKYARD_BENCH_BIN`.
+fn bin() -> String {
+    std::env::var("SPARKYARD_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_sparkyard").to_string())
+}
 
 fn config_dir() -> String {
     format!("{}/config", env!("CARGO_MANIFEST_DIR"))
@@ -31,6 +41,8 @@ struct Node {
     child: Child,
     addr: String,
     logs: tempfile::TempDir,
+    /// Settings of this node that every submit to it carries too.
+    conf: Vec<String>,
 }
 
 impl Drop for Node {
@@ -52,8 +64,13 @@ fn extra_conf() -> Vec<String> {
 }
 
 fn start_node() -> Node {
+    start_node_with(&[])
+}
+
+/// A node with `conf` added to its settings (and to every submit to it).
+fn start_node_with(conf: &[String]) -> Node {
     let logs = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args(["node", "--config-dir", &config_dir()])
         .args(["--conf", "yarn.resourcemanager.address=127.0.0.1:0"])
         .args(["--conf", "yarn.resourcemanager.webapp.address=127.0.0.1:0"])
@@ -63,6 +80,7 @@ fn start_node() -> Node {
         ])
         .args(["--log-dir", logs.path().to_str().unwrap()])
         .args(extra_conf())
+        .args(conf)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -76,17 +94,23 @@ fn start_node() -> Node {
         .find(|w| w.starts_with("127.0.0.1:"))
         .expect("the readiness line")
         .to_string();
-    Node { child, addr, logs }
+    Node {
+        child,
+        addr,
+        logs,
+        conf: conf.to_vec(),
+    }
 }
 
 fn submit(node: &Node, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(bin());
     cmd.args(["submit", "--config-dir", &config_dir(), "--master", "yarn"])
         .args(["--conf", &format!("yarn.resourcemanager.address={}", node.addr)])
         .args(["--conf", "spark.yarn.report.interval=20ms"])
         .args(["--log-dir", node.logs.path().to_str().unwrap()])
         .args(["--deploy-mode", "cluster"])
         .args(extra_conf())
+        .args(&node.conf)
         .args(args)
         .env_remove("RUST_LOG");
     cmd
@@ -114,8 +138,103 @@ fn mapcount(node: &Node) {
     println!("MapCount, cluster mode, container processes, whole submit: median {m:.1} ms ({lo:.1}–{hi:.1})");
 }
 
-fn throughput(node: &Node) {
+/// A variant of the tiny-tasks run: its part name, what it prints, and whether it
+/// authenticates and encrypts.
+struct Variant {
+    part: &'static str,
+    name: &'static str,
+    authenticate: bool,
+    encrypt: bool,
+}
+
+const VARIANTS: [Variant; 3] = [
+    Variant {
+        part: "throughput-plain",
+        name: "tiny tasks over TCP",
+        authenticate: false,
+        encrypt: false,
+    },
+    Variant {
+        part: "throughput-auth",
+        name: "the same with spark.authenticate",
+        authenticate: true,
+        encrypt: false,
+    },
+    Variant {
+        part: "throughput-crypto",
+        name: "the same with spark.network.crypto.enabled too",
+        authenticate: true,
+        encrypt: true,
+    },
+];
+
+/// The settings of `variant`; the secret goes in a file in `dir`.
+fn variant_conf(variant: &Variant, dir: &std::path::Path) -> Vec<String> {
+    let mut conf = Vec::new();
+    if variant.authenticate {
+        let file = dir.join("secret");
+        std::fs::write(&file, "a bench secret of the processes bench").unwrap();
+        conf.push("spark.authenticate=true".to_string());
+        conf.push(format!("spark.authenticate.secret.file={}", file.display()));
+    }
+    if variant.encrypt {
+        conf.push("spark.network.crypto.enabled=true".to_string());
+    }
+    conf.into_iter()
+        .flat_map(|pair| ["--conf".to_string(), pair])
+        .collect()
+}
+
+/// CPU seconds (user + system) a process spent, with those of its children it has reaped.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime, stime, cutime, cstime: fields 14 to 17, counted from the state (field 3).
+    let ticks: f64 = (11..15).filter_map(|i| fields.get(i)?.parse::<f64>().ok()).sum();
+    ticks / clock_ticks()
+}
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`).
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// The live children of `pid`.
+fn children(pid: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .count()
+}
+
+/// The one-minute load average.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn throughput(node: &Node, name: &str) {
     const TASKS: &str = "100000";
+    let jobs = RUNS + 1;
+    let cpu_before = cpu_seconds(node.child.id());
     let out = submit(
         node,
         &[
@@ -131,13 +250,19 @@ fn throughput(node: &Node) {
             "--ms",
             "0",
             "--jobs",
-            &(RUNS + 1).to_string(),
+            &jobs.to_string(),
         ],
     )
     .output()
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The containers' CPU time counts once the node has reaped them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while children(node.child.id()) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cpu = cpu_seconds(node.child.id()) - cpu_before;
     let ms: Vec<f64> = stdout
         .lines()
         .filter_map(|l| l.rsplit_once(" done in ")?.1.strip_suffix(" ms")?.parse().ok())
@@ -146,14 +271,19 @@ fn throughput(node: &Node) {
     let per_sec: Vec<f64> = ms.iter().map(|ms| 100_000.0 / (ms / 1e3)).collect();
     let (m, lo, hi) = median(per_sec);
     println!(
-        "tiny tasks over TCP, 2 executor processes × 4 cores, jobs of 100,000: median {m:.0} tasks/s ({lo:.0}–{hi:.0}; {:.1} µs per task)",
-        1e6 / m
+        "{name}, 2 executor processes × 4 cores, jobs of 100,000: median {m:.0} tasks/s ({lo:.0}–{hi:.0}; {:.1} µs per task; load average {})",
+        1e6 / m,
+        load()
+    );
+    println!(
+        "  CPU (user + system) of the node and its containers: {:.1} µs per task ({cpu:.1} s for {jobs} jobs with the application's start)",
+        cpu * 1e6 / (jobs as f64 * 100_000.0)
     );
 }
 
 /// The records of `app` as JSON lines.
 fn records(node: &Node, app: &str) -> Vec<serde_json::Value> {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args([
             "logs",
             "--log-dir",
@@ -226,7 +356,7 @@ fn long_app(node: &Node, tasks: &str, ms: &str) -> (Child, String) {
 }
 
 fn control(node: &Node, args: &[&str]) -> String {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(args)
         .args(["--config-dir", &config_dir()])
         .args(["--conf", &format!("yarn.resourcemanager.address={}", node.addr)])
@@ -329,13 +459,20 @@ fn memory(node: &Node) {
 
 fn main() {
     let part = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let node = start_node();
     let want = |p: &str| part.as_deref().is_none_or(|x| x == p);
+    for variant in &VARIANTS {
+        if want("throughput") || want(variant.part) {
+            let dir = tempfile::tempdir().unwrap();
+            let node = start_node_with(&variant_conf(variant, dir.path()));
+            throughput(&node, variant.name);
+        }
+    }
+    if !(want("mapcount") || want("kill") || want("memory")) {
+        return;
+    }
+    let node = start_node();
     if want("mapcount") {
         mapcount(&node);
-    }
-    if want("throughput") {
-        throughput(&node);
     }
     if want("kill") {
         kill(&node);

@@ -704,14 +704,44 @@ impl Sealer {
     /// Appends `plain` to `out` as one sealed record.
     fn seal_into(&mut self, plain: &[u8], out: &mut Vec<u8>) {
         let start = out.len();
-        out.extend_from_slice(&((plain.len() + TAG_LEN) as u32).to_be_bytes());
+        out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(plain);
+        self.seal_record(out, start);
+    }
+
+    /// Seals the record whose 4-byte head is reserved at `buf[start..]` and whose plaintext
+    /// (at most [`MAX_RECORD`] bytes) follows it to the end of `buf`, where it lies: the head
+    /// gets the record's length and the tag is appended. No byte is copied.
+    fn seal_record(&mut self, buf: &mut Vec<u8>, start: usize) {
+        let plain = buf.len() - start - 4;
+        debug_assert!(plain <= MAX_RECORD, "a record of {plain} bytes");
+        buf[start..start + 4].copy_from_slice(&((plain + TAG_LEN) as u32).to_be_bytes());
         let tag = self
             .cipher
-            .encrypt_in_place_detached(&record_nonce(self.counter), &[], &mut out[start + 4..])
+            .encrypt_in_place_detached(&record_nonce(self.counter), &[], &mut buf[start + 4..])
             .expect("a record within MAX_RECORD encrypts");
         self.counter += 1;
-        out.extend_from_slice(&tag);
+        buf.extend_from_slice(&tag);
+    }
+
+    /// Seals the plaintext after the 4 bytes reserved at `buf[start..]`, to the end of `buf`,
+    /// as records of at most [`MAX_RECORD`] bytes: in place when it fits one record (the
+    /// usual case: many small frames gathered in one record); a longer one is split, which
+    /// copies it once. Nothing at all (an empty plaintext) leaves no record.
+    pub fn seal_tail(&mut self, buf: &mut Vec<u8>, start: usize) {
+        let plain = buf.len() - start - 4;
+        if plain == 0 {
+            buf.truncate(start);
+        } else if plain <= MAX_RECORD {
+            self.seal_record(buf, start);
+        } else {
+            let tail = buf.split_off(start + 4);
+            buf.truncate(start);
+            buf.reserve(tail.len() + tail.len().div_ceil(MAX_RECORD) * (4 + TAG_LEN));
+            for chunk in tail.chunks(MAX_RECORD) {
+                self.seal_into(chunk, buf);
+            }
+        }
     }
 }
 
@@ -853,12 +883,16 @@ impl<R: AsyncRead + Unpin> AsyncRead for SecureRead<R> {
 }
 
 /// The writing half of a connection: passes bytes through, or seals them into records (a
-/// flush seals what is buffered).
+/// flush seals what is buffered). The bytes written go straight into the record being
+/// filled, after its reserved head, and are sealed where they lie: one copy (from the
+/// caller's buffer), none for sealing.
 pub struct SecureWrite<W> {
     inner: W,
     seal: Option<Sealer>,
-    plain: Vec<u8>,
+    /// Sealed records going out (from `written` on), then the record being filled.
     out: Vec<u8>,
+    /// Where the record being filled starts (its 4-byte head), if one is.
+    open: Option<usize>,
     written: usize,
 }
 
@@ -867,8 +901,8 @@ impl<W> SecureWrite<W> {
         SecureWrite {
             inner,
             seal,
-            plain: Vec::new(),
             out: Vec::new(),
+            open: None,
             written: 0,
         }
     }
@@ -884,31 +918,44 @@ impl<W> SecureWrite<W> {
     pub fn start(&mut self, seal: Sealer) {
         self.seal = Some(seal);
     }
+
+    /// The stream and the sealer (which goes on counting its records), once everything
+    /// written has been flushed; `None` while bytes are still buffered.
+    pub fn into_parts(self) -> Result<(W, Option<Sealer>), SecureWrite<W>> {
+        if self.open.is_some() || self.written < self.out.len() {
+            return Err(self);
+        }
+        Ok((self.inner, self.seal))
+    }
+
+    /// Seals the record being filled, if any.
+    fn close_record(&mut self) {
+        if let (Some(start), Some(seal)) = (self.open.take(), self.seal.as_mut()) {
+            seal.seal_tail(&mut self.out, start);
+        }
+    }
 }
 
 impl<W: AsyncWrite + Unpin> SecureWrite<W> {
+    /// Writes every sealed byte out (none is being filled).
+    fn poll_write_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        debug_assert!(self.open.is_none());
+        while self.written < self.out.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.out[self.written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+        self.out.clear();
+        self.written = 0;
+        Poll::Ready(Ok(()))
+    }
+
     /// Seals what is buffered and writes every sealed byte out.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        loop {
-            while self.written < self.out.len() {
-                let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.out[self.written..]))?;
-                if n == 0 {
-                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-                }
-                self.written += n;
-            }
-            self.out.clear();
-            self.written = 0;
-            if self.plain.is_empty() {
-                return Poll::Ready(Ok(()));
-            }
-            if let Some(seal) = self.seal.as_mut() {
-                for chunk in self.plain.chunks(MAX_RECORD) {
-                    seal.seal_into(chunk, &mut self.out);
-                }
-            }
-            self.plain.clear();
-        }
+        self.close_record();
+        self.poll_write_out(cx)
     }
 }
 
@@ -918,11 +965,22 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SecureWrite<W> {
         if this.seal.is_none() {
             return Pin::new(&mut this.inner).poll_write(cx, buf);
         }
-        if this.plain.len() >= MAX_RECORD {
-            ready!(this.poll_drain(cx))?;
-        }
-        let n = buf.len().min(MAX_RECORD - this.plain.len());
-        this.plain.extend_from_slice(&buf[..n]);
+        let start = loop {
+            match this.open {
+                // A full record is sealed and sent before more is taken.
+                Some(start) if this.out.len() - start - 4 >= MAX_RECORD => this.close_record(),
+                Some(start) => break start,
+                None if this.written < this.out.len() => ready!(this.poll_write_out(cx))?,
+                None => {
+                    let start = this.out.len();
+                    this.out.extend_from_slice(&[0; 4]);
+                    this.open = Some(start);
+                    break start;
+                }
+            }
+        };
+        let n = buf.len().min(MAX_RECORD - (this.out.len() - start - 4));
+        this.out.extend_from_slice(&buf[..n]);
         Poll::Ready(Ok(n))
     }
 
@@ -1060,6 +1118,72 @@ mod tests {
         let huge = [0xffu8, 0xff, 0xff, 0xff];
         let mut r = SecureRead::new(&huge[..], Some(ciphers(&secret, &n1, &n2, Side::Server).open));
         assert!(r.read_to_end(&mut Vec::new()).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn writes_are_sealed_where_they_lie_one_record_per_flush() {
+        let secret = Secret::from_text("s3cret").unwrap();
+        let (n1, n2) = (nonce().unwrap(), nonce().unwrap());
+        let mut w = SecureWrite::new(Vec::new(), Some(ciphers(&secret, &n1, &n2, Side::Client).seal));
+        let mut plain = Vec::new();
+        for i in 0..100u8 {
+            w.write_all(&[i; 10]).await.unwrap();
+            plain.extend_from_slice(&[i; 10]);
+        }
+        assert!(w.get_ref().is_empty(), "nothing goes out before a flush");
+        w.flush().await.unwrap();
+        // One record: the head, the 1,000 bytes sealed, the tag; what seal_into gives.
+        let mut expected = Vec::new();
+        ciphers(&secret, &n1, &n2, Side::Client)
+            .seal
+            .seal_into(&plain, &mut expected);
+        assert_eq!(w.get_ref().len(), 4 + 1000 + TAG_LEN);
+        assert_eq!(*w.get_ref(), expected);
+        // A flush with nothing written adds nothing.
+        w.flush().await.unwrap();
+        assert_eq!(w.get_ref().len(), 4 + 1000 + TAG_LEN);
+        // More than a record's worth: full records, then the rest.
+        let big: Vec<u8> = (0..2 * MAX_RECORD + 3).map(|i| (i % 253) as u8).collect();
+        w.write_all(&big).await.unwrap();
+        w.flush().await.unwrap();
+        let (wire, _) = match w.into_parts() {
+            Ok(parts) => parts,
+            Err(_) => panic!("everything was flushed"),
+        };
+        let mut at = 4 + 1000 + TAG_LEN;
+        let mut lens = Vec::new();
+        while at < wire.len() {
+            let len = u32::from_be_bytes(*wire[at..].first_chunk::<4>().unwrap()) as usize;
+            lens.push(len - TAG_LEN);
+            at += 4 + len;
+        }
+        assert_eq!(lens, vec![MAX_RECORD, MAX_RECORD, 3]);
+        let mut r = SecureRead::new(&wire[..], Some(ciphers(&secret, &n1, &n2, Side::Server).open));
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, [plain, big].concat());
+    }
+
+    #[test]
+    fn sealing_a_tail_in_place_gives_the_records_sealing_a_copy_gives() {
+        let secret = Secret::from_text("s3cret").unwrap();
+        let (n1, n2) = (nonce().unwrap(), nonce().unwrap());
+        for len in [0, 1, 100, MAX_RECORD, MAX_RECORD + 1, 3 * MAX_RECORD + 5] {
+            let plain: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+            let mut in_place = b"before".to_vec();
+            let start = in_place.len();
+            in_place.extend_from_slice(&[0; 4]);
+            in_place.extend_from_slice(&plain);
+            ciphers(&secret, &n1, &n2, Side::Client)
+                .seal
+                .seal_tail(&mut in_place, start);
+            let mut copied = b"before".to_vec();
+            let mut sealer = ciphers(&secret, &n1, &n2, Side::Client).seal;
+            for chunk in plain.chunks(MAX_RECORD) {
+                sealer.seal_into(chunk, &mut copied);
+            }
+            assert_eq!(in_place, copied, "{len} bytes");
+        }
     }
 
     #[test]

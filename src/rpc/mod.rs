@@ -5,5 +5,6 @@
 
 pub use crate::runtime::endpoint::{AskError, EndpointRef};
 pub mod auth;
+pub mod outbox;
 pub mod remote;
 pub mod tcp;

@@ -24,6 +24,11 @@
 //! A link that breaks (the other process ended, the network failed) fails every ask in flight
 //! at once with the reason, which is how a remote death watch learns that a process is gone;
 //! the next message connects again.
+//!
+//! Each side writes through an [`Outbox`]: a sender encodes its frame into the connection's
+//! pending bytes, and the frames that gather while one write is under way go out together in
+//! the next (a sender on no runtime thread, an executor's task thread, writes itself rather
+//! than waking the runtime); each side reads as many frames as have arrived at every read.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,11 +38,13 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
-use super::auth::{self, Keyring, Principal, SecureRead, SecureWrite};
-use super::tcp::{encode_frame, read_frame, ServerLimits, MAGIC};
+use super::auth::{self, Keyring, Principal, Sealer, SecureRead, SecureWrite};
+use super::outbox::{Outbox, PushError};
+use super::tcp::{encode_frame, FrameReader, ServerLimits, MAGIC, MAX_FRAME_BYTES};
 use crate::runtime::remote::{deliver, Origin, RemoteLink, RemoteMessage, RemoteReply, ReplyFuture};
 use crate::runtime::{ActorPath, Cluster};
 
@@ -51,8 +58,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// 128 MiB; a shuffle block travels in one frame).
 pub const MAX_FRAME: usize = 128 << 20;
 
-/// Bytes of small frames a writer gathers into one write.
-const WRITE_BATCH: usize = 64 << 10;
+/// The frames of an actor connection as they arrive, decrypted when sealed.
+type Frames = FrameReader<SecureRead<BufReader<OwnedReadHalf>>>;
 
 /// One frame on an actor connection.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -275,50 +282,44 @@ async fn serve_connection(
         Some(c) => (Some(c.seal), Some(c.open)),
         None => (None, None),
     };
-    let mut read = SecureRead::new(read, open);
+    let mut frames: Frames = FrameReader::new(SecureRead::new(read, open), max_frame);
     let mut write = SecureWrite::new(write, seal);
     // The process the client speaks for: its messages carry it again, and it was learned
     // from the hello already (only a message forwarded by a hub brings a new one).
-    let hello_origin =
-        match tokio::time::timeout(CONNECT_TIMEOUT, read_frame::<_, Frame>(&mut read, max_frame)).await {
-            Ok(Ok(Some(Frame::Hello { origin }))) => {
-                if let (Some(origin), Principal::Application(app)) = (&origin, &principal) {
-                    security.speaks_for(app, origin)?;
-                }
-                if let Some(origin) = &origin {
-                    cluster.learn_route(origin);
-                }
-                let mut hello = Vec::new();
-                push_frame(
-                    &mut hello,
-                    &Frame::Hello {
-                        origin: cluster.origin().cloned(),
-                    },
-                );
-                write
-                    .write_all(&hello)
-                    .await
-                    .map_err(|e| format!("cannot answer the hello: {e}"))?;
-                write
-                    .flush()
-                    .await
-                    .map_err(|e| format!("cannot answer the hello: {e}"))?;
-                origin
+    let hello_origin = match tokio::time::timeout(CONNECT_TIMEOUT, frames.next::<Frame>()).await {
+        Ok(Ok(Some(Frame::Hello { origin }))) => {
+            if let (Some(origin), Principal::Application(app)) = (&origin, &principal) {
+                security.speaks_for(app, origin)?;
             }
-            Ok(Ok(Some(other))) => {
-                return Err(format!(
-                    "the first frame was not a hello but {}",
-                    frame_name(&other)
-                ))
+            if let Some(origin) = &origin {
+                cluster.learn_route(origin);
             }
-            Ok(Ok(None)) => return Ok(()),
-            Ok(Err(e)) => return Err(format!("cannot read the hello: {e}")),
-            Err(_) => return Err("no hello within the connect time-out".into()),
-        };
-    let (replies, mut queued) = mpsc::unbounded_channel::<Frame>();
-    let writer = tokio::task::spawn_local(async move { write_frames(&mut write, &mut queued, None).await });
+            let hello = Frame::Hello {
+                origin: cluster.origin().cloned(),
+            };
+            send_hello(&mut write, &hello)
+                .await
+                .map_err(|e| format!("cannot answer the hello: {e}"))?;
+            origin
+        }
+        Ok(Ok(Some(other))) => {
+            return Err(format!(
+                "the first frame was not a hello but {}",
+                frame_name(&other)
+            ))
+        }
+        Ok(Ok(None)) => return Ok(()),
+        Ok(Err(e)) => return Err(format!("cannot read the hello: {e}")),
+        Err(_) => return Err("no hello within the connect time-out".into()),
+    };
+    let replies = Outbox::new();
+    let (write, seal) = into_socket(write)?;
+    replies.attach(write, seal, tokio::runtime::Handle::current());
+    // The asks being answered: a reply goes out when its actor answers, in any order.
+    let mut asks = tokio::task::JoinSet::new();
     let result = loop {
-        match read_frame::<_, Frame>(&mut read, max_frame).await {
+        while asks.try_join_next().is_some() {}
+        match frames.next::<Frame>().await {
             Ok(None) => break Ok(()),
             Err(e) => break Err(e.to_string()),
             Ok(Some(Frame::Tell(mut message))) => {
@@ -344,29 +345,36 @@ async fn serve_connection(
             Ok(Some(Frame::Ask { id, mut message })) => {
                 if let Err(reason) = security.admits(&principal, &message) {
                     refused(&message, &reason);
-                    let _ = replies.send(Frame::Reply {
-                        id,
-                        reply: Err(reason),
-                    });
+                    let _ = queue(
+                        &replies,
+                        &Frame::Reply {
+                            id,
+                            reply: Err(reason),
+                        },
+                    );
                     continue;
                 }
                 if message.origin == hello_origin {
                     message.origin = None;
                 }
                 let (reply, replies) = (deliver(cluster, message), replies.clone());
-                tokio::task::spawn_local(async move {
-                    let _ = replies.send(Frame::Reply {
-                        id,
-                        reply: reply.await,
-                    });
+                asks.spawn_local(async move {
+                    let _ = queue(
+                        &replies,
+                        &Frame::Reply {
+                            id,
+                            reply: reply.await,
+                        },
+                    );
                 });
             }
             Ok(Some(other)) => break Err(format!("unexpected frame from a client: {other:?}")),
         }
     };
-    drop(replies);
-    // The asks still running answer into the queue; the writer ends when the last one has.
-    let _ = writer.await;
+    // The asks still running answer; the connection closes once their replies are written.
+    while asks.join_next().await.is_some() {}
+    replies.close();
+    let _ = replies.ended().await;
     result
 }
 
@@ -415,63 +423,57 @@ where
     Ok(())
 }
 
-/// Writes the queued frames, gathering what is queued into one write, until the queue closes.
-/// `unwritten`, when given, counts the frames queued and not yet written: lowered as they are.
-async fn write_frames<W>(
-    write: &mut W,
-    queued: &mut mpsc::UnboundedReceiver<Frame>,
-    unwritten: Option<&std::sync::atomic::AtomicUsize>,
-) -> Result<(), String>
+/// Writes a hello through the handshake's writer (it goes before every other frame).
+async fn send_hello<W>(write: &mut SecureWrite<W>, hello: &Frame) -> std::io::Result<()>
 where
     W: tokio::io::AsyncWrite + Unpin,
 {
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    while let Some(frame) = queued.recv().await {
-        push_frame(&mut batch, &frame);
-        let mut frames = 1;
-        while batch.len() < WRITE_BATCH {
-            match queued.try_recv() {
-                Ok(frame) => {
-                    push_frame(&mut batch, &frame);
-                    frames += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        write
-            .write_all(&batch)
-            .await
-            .map_err(|e| format!("cannot write: {e}"))?;
-        write.flush().await.map_err(|e| format!("cannot write: {e}"))?;
-        if let Some(unwritten) = unwritten {
-            unwritten.fetch_sub(frames, Ordering::AcqRel);
-        }
-        batch.clear();
-    }
-    Ok(())
+    let bytes = encode_frame(hello).map_err(std::io::Error::other)?;
+    write.write_all(&bytes).await?;
+    write.flush().await
 }
 
-/// Appends `frame` to `batch`; a frame that cannot be encoded is answered (an ask's reply
-/// becomes the reason) or dropped with a record.
-fn push_frame(batch: &mut Vec<u8>, frame: &Frame) {
-    match encode_frame(frame) {
-        Ok(bytes) => batch.extend_from_slice(&bytes),
-        Err(e) => match frame {
-            Frame::Reply { id, .. } => {
-                let failed = Frame::Reply {
-                    id: *id,
-                    reply: Err(format!("the answer cannot be sent: {e}")),
-                };
-                if let Ok(bytes) = encode_frame(&failed) {
-                    batch.extend_from_slice(&bytes);
-                }
+/// The socket and the sealer of a connection whose handshake is done, for an [`Outbox`]; an
+/// error if bytes the handshake wrote were still buffered (it flushes them).
+fn into_socket(
+    write: SecureWrite<BufWriter<OwnedWriteHalf>>,
+) -> Result<(Arc<OwnedWriteHalf>, Option<Sealer>), String> {
+    let (write, seal) = write
+        .into_parts()
+        .map_err(|_| "the hello was not written out".to_string())?;
+    if !write.buffer().is_empty() {
+        return Err("the hello was not written out".into());
+    }
+    Ok((Arc::new(write.into_inner()), seal))
+}
+
+/// Queues `frame`; a frame that cannot be encoded is answered (an ask's reply becomes the
+/// reason) or dropped with a record. The error: the connection is closed, and why.
+fn queue(outbox: &Arc<Outbox>, frame: &Frame) -> Result<(), String> {
+    let e = match outbox.push(frame, MAX_FRAME_BYTES) {
+        Ok(()) => return Ok(()),
+        Err(PushError::Closed(reason)) => return Err(reason),
+        Err(PushError::Encode(e)) => e,
+    };
+    match frame {
+        Frame::Reply { id, .. } => {
+            let failed = Frame::Reply {
+                id: *id,
+                reply: Err(format!("the answer cannot be sent: {e}")),
+            };
+            match outbox.push(&failed, MAX_FRAME_BYTES) {
+                Err(PushError::Closed(reason)) => Err(reason),
+                _ => Ok(()),
             }
-            other => tracing::warn!(
+        }
+        other => {
+            tracing::warn!(
                 event = "message_dropped",
                 "cannot send a frame ({e}): {}",
                 frame_name(other)
-            ),
-        },
+            );
+            Ok(())
+        }
     }
 }
 
@@ -514,15 +516,21 @@ pub enum LinkEvent<'a> {
 /// What a link does with a [`LinkEvent`].
 pub type Learn = Arc<dyn Fn(LinkEvent<'_>) + Send + Sync>;
 
-/// One connection: its outgoing queue and the asks waiting for their replies.
+/// One connection: its outgoing frames and the asks waiting for their replies.
 struct Conn {
-    out: mpsc::UnboundedSender<Frame>,
+    /// Frames queued and not yet written (a process flushes its links before it exits).
+    outbox: Arc<Outbox>,
     pending: Mutex<HashMap<u64, oneshot::Sender<RemoteReply>>>,
     next_id: AtomicU64,
     /// Set when the connection broke; no new ask waits on it.
     broken: AtomicBool,
-    /// Frames queued and not yet written (a process flushes its links before it exits).
-    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Drop for Conn {
+    /// The link let the connection go: it closes once what was sent is written.
+    fn drop(&mut self) {
+        self.outbox.close();
+    }
 }
 
 impl TcpLink {
@@ -579,13 +587,11 @@ impl TcpLink {
                     self.addr
                 )
             })?;
-        let (out, queued) = mpsc::unbounded_channel();
         let conn = Arc::new(Conn {
-            out,
+            outbox: Outbox::new(),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             broken: AtomicBool::new(false),
-            queued: Arc::default(),
         });
         *slot = Some(conn.clone());
         let hello = Frame::Hello {
@@ -597,8 +603,7 @@ impl TcpLink {
             hello,
             self.learn.clone(),
             Arc::downgrade(&conn),
-            conn.queued.clone(),
-            queued,
+            conn.outbox.clone(),
         ));
         Ok(conn)
     }
@@ -612,8 +617,7 @@ async fn run_connection(
     hello: Frame,
     learn: Option<Learn>,
     conn: Weak<Conn>,
-    unwritten: Arc<std::sync::atomic::AtomicUsize>,
-    mut queued: mpsc::UnboundedReceiver<Frame>,
+    outbox: Arc<Outbox>,
 ) {
     let reason = match connect(&addr).await {
         Err((reason, refused)) => {
@@ -644,23 +648,13 @@ async fn run_connection(
                         Some(c) => (Some(c.seal), Some(c.open)),
                         None => (None, None),
                     };
-                    let (mut read, mut write) = (SecureRead::new(read, open), SecureWrite::new(write, seal));
-                    let mut first = Vec::new();
-                    push_frame(&mut first, &hello);
-                    let hello_sent = async {
-                        write.write_all(&first).await?;
-                        write.flush().await
-                    };
+                    let mut frames: Frames = FrameReader::new(SecureRead::new(read, open), MAX_FRAME);
+                    let mut write = SecureWrite::new(write, seal);
                     let answered = async {
-                        hello_sent
+                        send_hello(&mut write, &hello)
                             .await
                             .map_err(|e| format!("cannot write to {addr}: {e}"))?;
-                        match tokio::time::timeout(
-                            CONNECT_TIMEOUT,
-                            read_frame::<_, Frame>(&mut read, MAX_FRAME),
-                        )
-                        .await
-                        {
+                        match tokio::time::timeout(CONNECT_TIMEOUT, frames.next::<Frame>()).await {
                             Ok(Ok(Some(Frame::Hello { origin }))) => Ok(origin),
                             Ok(Ok(_)) => {
                                 Err(format!("the actor endpoint at {addr} did not answer the hello"))
@@ -669,16 +663,20 @@ async fn run_connection(
                             Err(_) => Err(format!("no hello from {addr} within the connect time-out")),
                         }
                     };
-                    match answered.await {
+                    let answered = match answered.await {
+                        Ok(origin) => into_socket(write).map(|socket| (origin, socket)),
+                        Err(e) => Err(e),
+                    };
+                    match answered {
                         Err(e) => e,
-                        Ok(origin) => {
+                        Ok((origin, (write, seal))) => {
                             if let (Some(learn), Some(origin)) = (&learn, &origin) {
                                 learn(LinkEvent::Reached(origin));
                             }
-                            let writer = write_frames(&mut write, &mut queued, Some(&unwritten));
-                            let reader = read_replies(&mut read, &conn);
+                            outbox.attach(write, seal, tokio::runtime::Handle::current());
+                            let reader = read_replies(&mut frames, &conn);
                             tokio::select! {
-                                written = writer => match written {
+                                written = outbox.ended() => match written {
                                     Ok(()) => "the link was dropped".to_string(),
                                     Err(e) => format!("the connection to {addr} broke ({e})"),
                                 },
@@ -713,7 +711,7 @@ async fn run_connection(
         }
     }
     // What was queued behind the break is lost, as on a network.
-    queued.close();
+    outbox.fail(reason);
 }
 
 /// Connects to `addr`; the error says why, and whether nothing listens there.
@@ -740,12 +738,9 @@ async fn connect(addr: &str) -> Result<TcpStream, (String, bool)> {
 }
 
 /// Hands each reply to the ask waiting for it, until the stream ends or fails; answers why.
-async fn read_replies<R>(read: &mut R, conn: &Weak<Conn>) -> String
-where
-    R: tokio::io::AsyncRead + Unpin,
-{
+async fn read_replies(frames: &mut Frames, conn: &Weak<Conn>) -> String {
     loop {
-        match read_frame::<_, Frame>(read, MAX_FRAME).await {
+        match frames.next::<Frame>().await {
             Ok(None) => return "the other process closed it".into(),
             Err(e) => return e.to_string(),
             Ok(Some(Frame::Reply { id, reply })) => {
@@ -795,8 +790,7 @@ impl RemoteLink for TcpLink {
             conn: Arc::downgrade(&conn),
             id,
         };
-        conn.queued.fetch_add(1, Ordering::AcqRel);
-        let sent = conn.out.send(Frame::Ask { id, message });
+        let sent = queue(&conn.outbox, &Frame::Ask { id, message });
         let addr = self.addr.clone();
         Box::pin(async move {
             let _waiting = waiting;
@@ -812,9 +806,7 @@ impl RemoteLink for TcpLink {
 
     fn tell(&self, message: RemoteMessage) -> Result<(), String> {
         let conn = self.conn()?;
-        conn.queued.fetch_add(1, Ordering::AcqRel);
-        conn.out
-            .send(Frame::Tell(message))
+        queue(&conn.outbox, &Frame::Tell(message))
             .map_err(|_| format!("the connection to {} is closed", self.addr))
     }
 
@@ -825,7 +817,7 @@ impl RemoteLink for TcpLink {
     fn written(&self) -> bool {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         conn.as_ref()
-            .is_none_or(|c| c.broken.load(Ordering::Acquire) || c.queued.load(Ordering::Acquire) == 0)
+            .is_none_or(|c| c.broken.load(Ordering::Acquire) || c.outbox.unwritten() == 0)
     }
 
     fn open(&self) {

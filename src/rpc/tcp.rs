@@ -360,15 +360,145 @@ pub fn encode_frame<T: Serialize>(value: &T) -> Result<Vec<u8>, TransportError> 
 }
 
 fn encode_frame_within<T: Serialize>(value: &T, max: usize) -> Result<Vec<u8>, TransportError> {
-    let mut frame = vec![0u8; 4];
-    rmp_serde::encode::write(&mut frame, value).map_err(|e| TransportError::Encode(e.to_string()))?;
-    let len = frame.len() - 4;
+    let mut frame = Vec::new();
+    encode_frame_into(&mut frame, value, max)?;
+    Ok(frame)
+}
+
+/// Appends `value` to `buf` as one frame of at most `max` body bytes, encoded where it will
+/// be sent from (no buffer of its own). On an error `buf` is as it was.
+pub fn encode_frame_into<T: Serialize>(
+    buf: &mut Vec<u8>,
+    value: &T,
+    max: usize,
+) -> Result<(), TransportError> {
+    let start = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    if let Err(e) = rmp_serde::encode::write(buf, value) {
+        buf.truncate(start);
+        return Err(TransportError::Encode(e.to_string()));
+    }
+    let len = buf.len() - start - 4;
     let prefix = match u32::try_from(len) {
         Ok(prefix) if len <= max => prefix,
-        _ => return Err(TransportError::TooLarge { len, max }),
+        _ => {
+            buf.truncate(start);
+            return Err(TransportError::TooLarge { len, max });
+        }
     };
-    frame[..4].copy_from_slice(&prefix.to_be_bytes());
-    Ok(frame)
+    buf[start..start + 4].copy_from_slice(&prefix.to_be_bytes());
+    Ok(())
+}
+
+/// How many bytes a [`FrameReader`] asks for at each read (at least).
+const READ_CHUNK: usize = 32 << 10;
+
+/// Reads frames off a stream, as many bytes at each read as have arrived: every whole frame
+/// among them is decoded where it lies (no buffer per frame), and a frame cut by a read waits
+/// for its rest. Safe to abandon at any point: what was read stays for the next call.
+pub struct FrameReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Where the first frame not yet taken starts.
+    start: usize,
+    max: usize,
+}
+
+impl<R> FrameReader<R> {
+    /// Frames of at most `max` body bytes from `inner`.
+    pub fn new(inner: R, max: usize) -> FrameReader<R> {
+        FrameReader {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            max,
+        }
+    }
+
+    /// Bytes read and not yet taken as frames.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// The whole frame at the front, decoded, if it has arrived.
+    pub fn take<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
+        let ahead = &self.buf[self.start..];
+        let Some(prefix) = ahead.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = body_len(*prefix, self.max)?;
+        let Some(body) = ahead.get(4..4 + len) else {
+            return Ok(None);
+        };
+        let value = decode_body(body)?;
+        self.start += 4 + len;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            if self.buf.capacity() > 4 * READ_CHUNK {
+                self.buf.shrink_to(READ_CHUNK);
+            }
+        }
+        Ok(Some(value))
+    }
+
+    /// Moves the frame in progress to the front and makes room to read: at least a chunk,
+    /// and for a large frame room that doubles with what has arrived of it (never ahead of
+    /// its bytes by more than that).
+    fn make_room(&mut self) -> Result<(), FrameError> {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let need = match self.buf.first_chunk::<4>() {
+            Some(prefix) => 4 + body_len(*prefix, self.max)? - self.buf.len(),
+            None => 4 - self.buf.len(),
+        };
+        let room = if need > READ_CHUNK {
+            need.min(self.buf.len().max(READ_CHUNK))
+        } else {
+            READ_CHUNK
+        };
+        if self.buf.capacity() - self.buf.len() < room {
+            self.buf.reserve(room);
+        }
+        Ok(())
+    }
+
+    /// What a stream that ended inside a frame left.
+    fn truncated(&self) -> FrameError {
+        let ahead = &self.buf[self.start..];
+        match ahead.first_chunk::<4>() {
+            Some(prefix) => FrameError::Truncated {
+                part: "body",
+                expected: u32::from_be_bytes(*prefix) as usize,
+                received: ahead.len() - 4,
+            },
+            None => FrameError::Truncated {
+                part: "length prefix",
+                expected: 4,
+                received: ahead.len(),
+            },
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// The next frame; `None` when the stream ends cleanly between frames.
+    pub async fn next<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
+        loop {
+            if let Some(frame) = self.take()? {
+                return Ok(Some(frame));
+            }
+            self.make_room()?;
+            if self.inner.read_buf(&mut self.buf).await.map_err(FrameError::Io)? == 0 {
+                if self.buffered() == 0 {
+                    return Ok(None);
+                }
+                return Err(self.truncated());
+            }
+        }
+    }
 }
 
 /// Reads one frame of at most `max` body bytes and decodes its body. `None` when the stream
@@ -2175,5 +2305,160 @@ mod tests {
     #[test]
     fn a_protocols_greeting_is_the_magic_and_its_version() {
         assert_eq!(GREETING, [b'S', b'P', b'K', b'Y', 7]);
+    }
+}
+
+#[cfg(test)]
+mod frame_reader_tests {
+    use std::collections::VecDeque;
+    use std::task::{Context, Poll};
+
+    use tokio::io::ReadBuf;
+
+    use super::*;
+
+    /// A stream that hands its bytes out in the given pieces, at most one piece a read, and
+    /// counts the reads.
+    struct Pieces {
+        pieces: VecDeque<Vec<u8>>,
+        reads: usize,
+    }
+
+    impl Pieces {
+        fn new(pieces: impl IntoIterator<Item = Vec<u8>>) -> Pieces {
+            Pieces {
+                pieces: pieces.into_iter().collect(),
+                reads: 0,
+            }
+        }
+    }
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            self.reads += 1;
+            if let Some(mut piece) = self.pieces.pop_front() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    self.pieces.push_front(piece.split_off(n));
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Message {
+        id: u64,
+        to: String,
+        #[serde(with = "serde_bytes")]
+        body: Vec<u8>,
+    }
+
+    fn messages(n: u64) -> Vec<Message> {
+        (0..n)
+            .map(|id| Message {
+                id,
+                to: format!("/apps/app-1/container-{id}/executor-1"),
+                body: vec![id as u8; (id as usize * 37) % 300],
+            })
+            .collect()
+    }
+
+    fn wire(messages: &[Message]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for m in messages {
+            encode_frame_into(&mut out, m, MAX_FRAME_BYTES).unwrap();
+        }
+        out
+    }
+
+    async fn read_all(reader: &mut FrameReader<Pieces>) -> Result<Vec<Message>, FrameError> {
+        let mut got = Vec::new();
+        while let Some(m) = reader.next::<Message>().await? {
+            got.push(m);
+        }
+        Ok(got)
+    }
+
+    #[tokio::test]
+    async fn frames_encoded_into_one_buffer_are_what_encode_frame_gives() {
+        let sent = messages(5);
+        let one_by_one: Vec<u8> = sent.iter().flat_map(|m| encode_frame(m).unwrap()).collect();
+        assert_eq!(wire(&sent), one_by_one);
+        // An encoding over the limit leaves the buffer as it was.
+        let mut buf = wire(&sent[..1]);
+        let before = buf.clone();
+        assert!(matches!(
+            encode_frame_into(&mut buf, &sent[4], 10),
+            Err(TransportError::TooLarge { max: 10, .. })
+        ));
+        assert_eq!(buf, before);
+    }
+
+    #[tokio::test]
+    async fn many_frames_that_arrived_together_are_taken_from_one_read() {
+        let sent = messages(100);
+        let mut reader = FrameReader::new(Pieces::new([wire(&sent)]), MAX_FRAME_BYTES);
+        for m in &sent {
+            assert_eq!(reader.next::<Message>().await.unwrap().as_ref(), Some(m));
+        }
+        assert_eq!(reader.inner.reads, 1, "one read brought all 100 frames");
+        assert_eq!(reader.next::<Message>().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_frame_split_at_every_byte_boundary_decodes_the_same() {
+        let sent = messages(4);
+        let bytes = wire(&sent);
+        // (A read of no bytes is the end of the stream, so each piece holds one at least.)
+        for cut in 1..bytes.len() {
+            let pieces = Pieces::new([bytes[..cut].to_vec(), bytes[cut..].to_vec()]);
+            let mut reader = FrameReader::new(pieces, MAX_FRAME_BYTES);
+            assert_eq!(read_all(&mut reader).await.unwrap(), sent, "cut at byte {cut}");
+        }
+        // And every byte alone.
+        let mut reader = FrameReader::new(Pieces::new(bytes.iter().map(|b| vec![*b])), MAX_FRAME_BYTES);
+        assert_eq!(read_all(&mut reader).await.unwrap(), sent);
+    }
+
+    #[tokio::test]
+    async fn a_large_frame_arrives_in_pieces_between_small_ones() {
+        let mut sent = messages(3);
+        sent[1].body = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let bytes = wire(&sent);
+        let pieces = bytes.chunks(1000).map(<[u8]>::to_vec);
+        let mut reader = FrameReader::new(Pieces::new(pieces), MAX_FRAME_BYTES);
+        assert_eq!(read_all(&mut reader).await.unwrap(), sent);
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_inside_a_frame_or_announces_too_much_says_so() {
+        let bytes = wire(&messages(2));
+        let first = 4 + u32::from_be_bytes(*bytes.first_chunk::<4>().unwrap()) as usize;
+        // Three bytes into the second frame's body.
+        let cut = first + 4 + 3;
+        let mut reader = FrameReader::new(Pieces::new([bytes[..cut].to_vec()]), MAX_FRAME_BYTES);
+        assert!(reader.next::<Message>().await.unwrap().is_some());
+        let err = reader.next::<Message>().await.unwrap_err();
+        let second = u32::from_be_bytes(*bytes[first..].first_chunk::<4>().unwrap());
+        assert_eq!(
+            err.to_string(),
+            format!("the stream ended in the middle of a frame (3 of the {second} bytes of its body)")
+        );
+        let mut reader = FrameReader::new(Pieces::new([bytes[..2].to_vec()]), MAX_FRAME_BYTES);
+        assert_eq!(
+            reader.next::<Message>().await.unwrap_err().to_string(),
+            "the stream ended in the middle of a frame (2 of the 4 bytes of its length prefix)"
+        );
+        let mut reader = FrameReader::new(Pieces::new([bytes.clone()]), 10);
+        assert_eq!(
+            reader.next::<Message>().await.unwrap_err().to_string(),
+            format!("a frame of {} bytes is over the limit of 10 bytes", first - 4)
+        );
     }
 }
