@@ -8,6 +8,8 @@
 //! `yarn.sparkyard.client-port.max-frame-size=64m`, where the 60 MiB frames pass the frame
 //! limit and meet the shared buffer budget instead. Needs `ulimit -n` above 1,100.
 
+sparkyard::global_allocator!();
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

@@ -19,6 +19,8 @@
 //! `SPARKYARD_BENCH_SPARK=1` adds the peer's figures, Apache Spark running the same jobs
 //! (`scripts/peer/`).
 
+sparkyard::global_allocator!();
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

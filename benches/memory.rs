@@ -13,6 +13,8 @@
 //! job's wall time (with the load average beside it) and the process's CPU time (user + sys)
 //! over the job: figures that do not move with the machine's noise, except the wall time.
 
+sparkyard::global_allocator!();
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

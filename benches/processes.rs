@@ -21,6 +21,8 @@
 //! hour). Wall times are printed with the load average beside them: on a busy machine compare
 //! the CPU time per task.
 
+sparkyard::global_allocator!();
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,6 +6,8 @@
 //! Logging is installed at INFO (supervision events are INFO records, so their formatting
 //! is part of a restart's cost) with no console and no files.
 
+sparkyard::global_allocator!();
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

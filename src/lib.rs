@@ -28,18 +28,27 @@ pub mod runtime;
 pub mod scheduler;
 pub mod yarn;
 
-/// The process's allocator, for every binary, test and benchmark that links the library.
+/// Declares the process's allocator: `sparkyard::global_allocator!();` at the top of the
+/// binary and of each benchmark (a library cannot impose one: a test binary may bring its
+/// own, as `tests/fuzz_wire.rs` does to watch allocations).
 ///
 /// glibc's malloc keeps per-thread arenas that contend when one thread frees what another
 /// allocated, which is the task path's shape (the driver's thread builds a LaunchTask, an
 /// executor's task thread drops it, and back for StatusUpdate): under load its futex calls
 /// doubled a tiny task's cost. mimalloc frees cross-thread blocks into the owning page's
-/// lock-free list. Chosen over jemalloc by `benches/` (see the README's Benchmarks).
-#[cfg(not(feature = "jemalloc"))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+/// lock-free list. Chosen over jemalloc (`--features jemalloc`) by `benches/` (see the
+/// README's Benchmarks).
+#[macro_export]
+macro_rules! global_allocator {
+    () => {
+        #[global_allocator]
+        static GLOBAL: $crate::Allocator = $crate::Allocator;
+    };
+}
 
-/// jemalloc instead of mimalloc (`--features jemalloc`), kept for comparing the two.
+/// The allocator [`global_allocator!`] installs.
+#[cfg(not(feature = "jemalloc"))]
+pub use mimalloc::MiMalloc as Allocator;
+/// The allocator [`global_allocator!`] installs (`--features jemalloc`).
 #[cfg(feature = "jemalloc")]
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+pub use tikv_jemallocator::Jemalloc as Allocator;

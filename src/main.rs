@@ -1,5 +1,7 @@
 //! The `sparkyard` binary: everything is in the library's `cli` module.
 
+sparkyard::global_allocator!();
+
 fn main() {
     std::process::exit(sparkyard::cli::run(std::env::args_os().collect()));
 }

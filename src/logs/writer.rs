@@ -375,11 +375,8 @@ impl Slots {
         };
         for (i, (k, _)) in fields.fields.iter().enumerate() {
             match schema_slot(k) {
-                Some(s) => {
-                    if slots.at[s].is_none() {
-                        slots.at[s] = u8::try_from(i).ok();
-                    }
-                }
+                Some(s) if slots.at[s].is_none() => slots.at[s] = u8::try_from(i).ok(),
+                Some(_) => {}
                 None if i < 64 => slots.other |= 1 << i,
                 None => {}
             }
