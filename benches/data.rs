@@ -55,7 +55,12 @@ fn cpu_seconds() -> f64 {
     // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -223,7 +228,7 @@ fn text_file(bytes: u64) -> (PathBuf, i64) {
     if let Some(words) = std::fs::read_to_string(&meta)
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .filter(|_| std::fs::metadata(&path).map(|m| m.len()) == Ok(bytes))
+        .filter(|_| std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes))
     {
         return (path, words);
     }
@@ -322,7 +327,10 @@ fn peer(script: &str, args: &[String]) -> Option<Vec<f64>> {
     let text = String::from_utf8_lossy(&out.stdout);
     let times: Vec<f64> = text
         .lines()
-        .filter_map(|l| l.split_once("job_seconds=").and_then(|(_, s)| s.trim().parse().ok()))
+        .filter_map(|l| {
+            l.split_once("job_seconds=")
+                .and_then(|(_, s)| s.trim().parse().ok())
+        })
         .collect();
     if times.is_empty() {
         println!(

@@ -22,6 +22,7 @@ def main():
         SparkSession.builder.master("local[2]")
         .appName("Spark Pi")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("WARN")

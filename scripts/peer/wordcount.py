@@ -22,6 +22,7 @@ def main():
         SparkSession.builder.master("local[2]")
         .appName("JavaWordCount")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )

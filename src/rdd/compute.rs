@@ -1327,10 +1327,14 @@ mod tests {
         (buckets, counters.records_read.get())
     }
 
+    /// Word count's map stage as `text_file(..).flat_map("split", ..).map("pair_with_one")
+    /// .reduce_by_key("add")` builds it (the text file under an `identity` map).
     fn word_count_stage(path: &str, splits: Vec<FileSplit>, sep: Option<&str>, partitions: u32) -> StageTask {
         let n = splits.len() as u32;
         let args = sep.map(|s| vec![Value::str(s)]).unwrap_or_default();
-        let mut words = mapped(1, 0, "split", args);
+        let mut lines = mapped(3, 0, "identity", vec![]);
+        lines.num_partitions = n;
+        let mut words = mapped(1, 3, "split", args);
         words.num_partitions = n;
         let mut pairs = mapped(2, 1, "pair_with_one", vec![]);
         pairs.num_partitions = n;
@@ -1343,6 +1347,7 @@ mod tests {
                 },
                 n,
             ),
+            lines,
             words,
             pairs,
         ]);
@@ -1388,7 +1393,10 @@ mod tests {
         let ctx = TestContext::default();
         let len = text.len() as u64;
         let plans: Vec<Vec<FileSplit>> = vec![
-            vec![FileSplit { start: 0, length: len }],
+            vec![FileSplit {
+                start: 0,
+                length: len,
+            }],
             crate::rdd::text::hadoop_splits(len, 3, u64::MAX).unwrap(),
             // Splits that start inside a CRLF, on a CR, on the BOM, mid-character.
             (0..len)
@@ -1401,7 +1409,10 @@ mod tests {
             vec![
                 FileSplit { start: 0, length: 1 },
                 FileSplit { start: 1, length: 70 },
-                FileSplit { start: 71, length: len - 71 },
+                FileSplit {
+                    start: 71,
+                    length: len - 71,
+                },
             ],
         ];
         for splits in plans {
@@ -1417,7 +1428,10 @@ mod tests {
                         let read = Cell::new(0);
                         let fast = fused::word_count_map(&plan, &ctx, &read).unwrap();
                         let (slow, slow_read) = generic_map(&st, p, &ctx);
-                        assert_eq!(fast, slow, "split {p} of {splits:?}, {partitions} partitions, {sep:?}");
+                        assert_eq!(
+                            fast, slow,
+                            "split {p} of {splits:?}, {partitions} partitions, {sep:?}"
+                        );
                         assert_eq!(read.get(), slow_read);
                         total_lines += read.get();
                         // And through run_task, counts included.
@@ -1428,13 +1442,28 @@ mod tests {
                         c.records_read = slow_read;
                         assert_eq!(counts, c);
                     }
-                    let whole = crate::rdd::text::read_split_lines(&path, &FileSplit { start: 0, length: len }).unwrap();
+                    let whole = crate::rdd::text::read_split_lines(
+                        &path,
+                        &FileSplit {
+                            start: 0,
+                            length: len,
+                        },
+                    )
+                    .unwrap();
                     assert_eq!(total_lines, whole.len() as u64);
                 }
             }
         }
         // The non-ASCII words hash as Java's String.hashCode (UTF-16 code units).
-        let st = word_count_stage(&path, vec![FileSplit { start: 0, length: len }], None, 1);
+        let st = word_count_stage(
+            &path,
+            vec![FileSplit {
+                start: 0,
+                length: len,
+            }],
+            None,
+            1,
+        );
         let TaskKind::ShuffleMap { dep } = &st.kind else {
             unreachable!()
         };
@@ -1467,6 +1496,16 @@ mod tests {
             fused::word_count_plan(&st.lineage, dep, p).is_some()
         };
         assert!(shape(&word_count_stage(&path, split.clone(), None, 2), 0));
+        // The text file straight under the split; another map between split and pairs.
+        let mut st = word_count_stage(&path, split.clone(), None, 2);
+        st.lineage.insert(mapped(1, 0, "split", vec![]));
+        assert!(shape(&st, 0));
+        let mut st = word_count_stage(&path, split.clone(), None, 2);
+        st.lineage.insert(mapped(2, 3, "pair_with_one", vec![]));
+        st.lineage.insert(mapped(3, 1, "identity", vec![]));
+        st.lineage.insert(mapped(1, 4, "split", vec![]));
+        st.lineage.insert(mapped(4, 0, "identity", vec![]));
+        assert!(!shape(&st, 0));
         // No such partition, no reduce partitions, a separator of two bytes or non-ASCII.
         assert!(!shape(&word_count_stage(&path, split.clone(), None, 2), 1));
         assert!(!shape(&word_count_stage(&path, split.clone(), None, 0), 0));
@@ -1506,7 +1545,10 @@ mod tests {
 
     #[test]
     fn fused_range_sum_gives_the_generic_reduce() {
-        register("test.compute.mod7", Op::map(|_, v| Ok(Value::I64(v.as_i64().unwrap_or(0).rem_euclid(7)))));
+        register(
+            "test.compute.mod7",
+            Op::map(|_, v| Ok(Value::I64(v.as_i64().unwrap_or(0).rem_euclid(7)))),
+        );
         ops::register_with_range_sum(
             "test.compute.mod7_fused",
             Op::map(|_, v| Ok(Value::I64(v.as_i64().unwrap_or(0).rem_euclid(7)))),
@@ -1516,7 +1558,14 @@ mod tests {
         );
         crate::apps::spark_pi::register_ops();
         let ctx = TestContext::default();
-        let ranges = [(0, 0, 1), (1, 2, 1), (-5000, 5000, 3), (9000, -10, -7), (1, 100_001, 1), (0, 10, 0)];
+        let ranges = [
+            (0, 0, 1),
+            (1, 2, 1),
+            (-5000, 5000, 3),
+            (9000, -10, -7),
+            (1, 100_001, 1),
+            (0, 10, 0),
+        ];
         for (plain, fused_op) in [
             ("test.compute.mod7", "test.compute.mod7_fused"),
             (crate::apps::spark_pi::SAMPLE_OP, crate::apps::spark_pi::SAMPLE_OP),
@@ -1541,7 +1590,8 @@ mod tests {
                     let mut slice = range_step(start, end, step);
                     let records = compute(env, 1, 0, &mut slice).unwrap();
                     let generic =
-                        apply_result_func(env, &ResultFunc::Reduce(OpCall::new("add", vec![])), records).unwrap();
+                        apply_result_func(env, &ResultFunc::Reduce(OpCall::new("add", vec![])), records)
+                            .unwrap();
                     assert_eq!(want, Ok(generic));
                 }
             }
@@ -1553,8 +1603,9 @@ mod tests {
         };
         let l = lineage(vec![source(1), mapped(1, 0, "test.compute.mod7_fused", vec![])]);
         let st = result(l, 1, ResultFunc::Reduce(OpCall::new("add", vec![])));
-        assert!(run_task(&st, 0, range(0, 1_000_000), &killed).unwrap_err().is_killed());
+        assert!(run_task(&st, 0, range(0, 1_000_000), &killed)
+            .unwrap_err()
+            .is_killed());
         assert_eq!(killed.checks.get(), 3);
     }
-
 }

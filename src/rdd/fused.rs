@@ -3,8 +3,8 @@
 //!
 //! Layer: rdd (the Spark side's data model, above yarn; no actors).
 //!
-//! * Word count's map side ([`word_count_plan`], [`word_count_map`]): a text file, the
-//!   built-in `split` on a one-byte ASCII separator, the built-in `pair_with_one`, then a
+//! * Word count's map side ([`word_count_plan`], [`word_count_map`]): a text file (with or
+//!   without the `identity` map `textFile` puts over it), the built-in `split` on a one-byte ASCII separator, the built-in `pair_with_one`, then a
 //!   shuffle with map-side combine by the built-in `add` (or `sum`) under a `HashPartitioner`.
 //!   The split's bytes are read in large blocks and scanned in place; lines are cut as
 //!   Hadoop's `LineReader` cuts them ([`super::text`]: `\n`, `\r\n`, a lone `\r`, the byte
@@ -31,7 +31,9 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use super::aomap::{CapacityError, INITIAL_CAPACITY, MAXIMUM_CAPACITY};
 use super::compute::{CANCEL_CHECK_INTERVAL, MAX_REDUCE_PARTITIONS};
-use super::lineage::{Aggregator, FileSplit, Lineage, OpCall, Partitioner, RddId, RddKind, ShuffleDep, Slice};
+use super::lineage::{
+    Aggregator, FileSplit, Lineage, OpCall, Partitioner, RddId, RddKind, ShuffleDep, Slice,
+};
 use super::ops::{self, RangeSumFn};
 use super::partitioner::non_negative_mod;
 use super::slice::RangeIter;
@@ -68,7 +70,7 @@ pub(crate) fn word_count_plan<'a>(
         _ => return None,
     };
     let words = mapped(lineage, dep.parent, "pair_with_one")?;
-    let (lines, split_call) = mapped_call(lineage, words)?;
+    let (mut lines, split_call) = mapped_call(lineage, words)?;
     if split_call.name != "split" || !ops::is_builtin("split") {
         return None;
     }
@@ -80,6 +82,10 @@ pub(crate) fn word_count_plan<'a>(
         },
         Some(_) => return None,
     };
+    // textFile is a HadoopRDD under an `identity` MapPartitionsRDD (Spark's `.map(_._2.toString)`).
+    if let Some(parent) = mapped(lineage, lines, "identity") {
+        lines = parent;
+    }
     match &lineage.node(lines)?.kind {
         RddKind::TextFile { path, splits } => Some(WordCountPlan {
             path,
@@ -167,7 +173,14 @@ pub(crate) struct WordMap {
     entries: Vec<WordEntry>,
     arena: Vec<u8>,
     partitions: u32,
+    /// Index + 1 of the entry last seen for each value of the hash code's low bits: a
+    /// frequent word is counted without computing its slot or probing. Not part of the
+    /// table's layout.
+    recent: Vec<u32>,
 }
+
+/// How many entries [`WordMap::recent`] remembers.
+const RECENT: usize = 1 << 12;
 
 impl WordMap {
     pub(crate) fn new(partitions: u32) -> WordMap {
@@ -178,6 +191,7 @@ impl WordMap {
             entries: Vec::new(),
             arena: Vec::new(),
             partitions,
+            recent: vec![0; RECENT],
         }
     }
 
@@ -214,6 +228,15 @@ impl WordMap {
     /// Adds one occurrence of `word`, whose `String.hashCode` is `hash`.
     #[inline]
     fn add(&mut self, word: &[u8], hash: i32) -> Result<(), TaskError> {
+        let r = (hash as u32 ^ (hash as u32 >> 12)) as usize & (RECENT - 1);
+        if let Some(&index) = self.recent.get(r) {
+            if let Some(e) = self.entries.get_mut((index as usize).wrapping_sub(1)) {
+                if e.hash == hash && self.arena.get(e.start..e.start + e.len) == Some(word) {
+                    e.count = e.count.wrapping_add(1);
+                    return Ok(());
+                }
+            }
+        }
         let partition = non_negative_mod(hash, self.partitions);
         let slot_hash = murmur3_hash_int(tuple2_hash_of(partition as i32, hash)) as u32;
         let mut pos = slot_hash as usize & self.mask;
@@ -236,6 +259,9 @@ impl WordMap {
                 if let Some(s) = self.slots.get_mut(pos) {
                     *s = self.entries.len() as u32;
                 }
+                if let Some(c) = self.recent.get_mut(r) {
+                    *c = self.entries.len() as u32;
+                }
                 if self.entries.len() > self.grow_threshold {
                     self.grow()?;
                 }
@@ -244,6 +270,9 @@ impl WordMap {
             if let Some(e) = self.entries.get_mut(slot as usize - 1) {
                 if e.hash == hash && self.arena.get(e.start..e.start + e.len) == Some(word) {
                     e.count = e.count.wrapping_add(1);
+                    if let Some(c) = self.recent.get_mut(r) {
+                        *c = slot;
+                    }
                     return Ok(());
                 }
             }
