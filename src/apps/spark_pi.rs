@@ -7,7 +7,11 @@
 //!
 //! The random points come from a SplitMix64 sequence seeded by the point's number, so a run
 //! is repeatable and a retried task computes the same points (Spark's `math.random` is not
-//! repeatable; the estimate is as good).
+//! repeatable; the estimate is as good). The sampling operation is registered with its fused
+//! form ([`ops::register_with_range_sum`]): a task counts the hits of its slice in a tight
+//! loop over the numbers, the same points and the same count as one record at a time.
+
+use std::sync::Arc;
 
 use crate::context::{AppEnv, AppError, SparkContext};
 use crate::rdd::ops::{self, Op};
@@ -28,20 +32,39 @@ fn unit(bits: u64) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// Whether point `i` falls in the unit circle: 1 or 0.
+#[inline]
+fn sample(i: u64) -> i64 {
+    let a = splitmix64(i.wrapping_mul(2));
+    let b = splitmix64(i.wrapping_mul(2).wrapping_add(1));
+    let x = unit(a) * 2.0 - 1.0;
+    let y = unit(b) * 2.0 - 1.0;
+    i64::from(x * x + y * y <= 1.0)
+}
+
+/// The points of `count` numbers `first, first + step, ...` that fall in the circle: the
+/// sampling operation and `add` over a block of the slice at once.
+fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
+    let mut hits = 0i64;
+    let mut i = first;
+    for _ in 0..count {
+        hits += sample(i as u64);
+        i = i.wrapping_add(step);
+    }
+    hits
+}
+
 /// Registers the application's operations.
 pub fn register_ops() {
-    ops::register(
+    ops::register_with_range_sum(
         SAMPLE_OP,
         Op::map(|_, v: Value| {
             let i = v.as_i64().ok_or_else(|| {
                 TaskError::exception("java.lang.ClassCastException", format!("{v} is not a number"))
             })? as u64;
-            let a = splitmix64(i.wrapping_mul(2));
-            let b = splitmix64(i.wrapping_mul(2).wrapping_add(1));
-            let x = unit(a) * 2.0 - 1.0;
-            let y = unit(b) * 2.0 - 1.0;
-            Ok(Value::I64(if x * x + y * y <= 1.0 { 1 } else { 0 }))
+            Ok(Value::I64(sample(i)))
         }),
+        Arc::new(sample_sum),
     );
 }
 

@@ -66,9 +66,9 @@ impl SparkKey for PartitionedKey {
     }
 }
 
-const INITIAL_CAPACITY: usize = 64;
+pub(crate) const INITIAL_CAPACITY: usize = 64;
 /// Spark's MAXIMUM_CAPACITY (2^29 slots).
-const MAXIMUM_CAPACITY: usize = 1 << 29;
+pub(crate) const MAXIMUM_CAPACITY: usize = 1 << 29;
 
 /// Spark's `AppendOnlyMap[K, V]`.
 pub struct AppendOnlyMap<K, V> {

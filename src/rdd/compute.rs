@@ -22,6 +22,11 @@
 //! [`CANCEL_CHECK_INTERVAL`] records, so a killed task stops within that many records of
 //! whatever it is doing; operations that sleep go through the context's clock.
 //!
+//! Two lineage shapes skip the record-at-a-time path and give the same output
+//! ([`super::fused`]): word count's map side (text file, `split`, `pair_with_one`,
+//! map-side `add`) and an integer Map operation with a fused form reduced by `add` over a
+//! range slice (SparkPi).
+//!
 //! A shuffle map task partitions its records with the dependency's partitioner on the
 //! pair's key (a record that is not a pair fails the task, naming the RDD and the record).
 //! With map-side combine (reduceByKey) values are first merged per (partition, key) in a
@@ -37,6 +42,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::aomap::{AppendOnlyMap, PartitionedKey};
+use super::fused;
 use super::lineage::{Aggregator, Lineage, OpCall, RddId, RddKind, ShuffleDep, ShuffleId, Slice};
 use super::ops::{self, short, Op, OpCtx, Records};
 use super::slice::RangeIter;
@@ -259,15 +265,30 @@ pub(crate) fn run_stage_task(
     };
     let mut slice = slice;
     let mut counts = TaskCounts::default();
-    let output = match &stage.kind {
-        TaskKind::Result { rdd, func } => {
+    let range_sum = match &stage.kind {
+        TaskKind::Result {
+            rdd,
+            func: ResultFunc::Reduce(call),
+        } => fused::range_sum_plan(&stage.lineage, *rdd, call, partition, slice.as_ref()),
+        _ => None,
+    };
+    let output = match (&stage.kind, &range_sum) {
+        (_, Some(plan)) => TaskOutput::Value(fused::range_sum(plan, ctx)?),
+        (TaskKind::Result { rdd, func }, None) => {
             let records = compute(env, *rdd, partition, &mut slice)?;
             TaskOutput::Value(apply_result_func(env, func, records)?)
         }
-        TaskKind::ShuffleMap { dep } => {
-            let records = compute(env, dep.parent, partition, &mut slice)?;
-            let buckets = write_shuffle(env, dep, records, &mut counts)?;
-            TaskOutput::MapOutput { buckets }
+        (TaskKind::ShuffleMap { dep }, None) => {
+            let buckets = match fused::word_count_plan(&stage.lineage, dep, partition) {
+                Some(plan) => fused::word_count_map(&plan, ctx, &counters.records_read)?,
+                None => {
+                    let records = compute(env, dep.parent, partition, &mut slice)?;
+                    partition_records(env, dep, records)?
+                }
+            };
+            TaskOutput::MapOutput {
+                buckets: encode_buckets(dep, &buckets, &mut counts)?,
+            }
         }
     };
     counts.records_read = counters.records_read.get();
@@ -584,13 +605,13 @@ fn not_a_pair(dep: &ShuffleDep, v: &Value) -> TaskError {
     )
 }
 
-/// A shuffle map task's output (Spark's `SortShuffleWriter` / `BypassMergeSortShuffleWriter`).
-fn write_shuffle(
+/// A shuffle map task's records by reduce partition, in the order they are written (Spark's
+/// `SortShuffleWriter` / `BypassMergeSortShuffleWriter`).
+fn partition_records(
     env: Env<'_>,
     dep: &ShuffleDep,
     records: Records<'_>,
-    counts: &mut TaskCounts,
-) -> Result<Vec<Vec<u8>>, TaskError> {
+) -> Result<Vec<Vec<(Value, Value)>>, TaskError> {
     let partitioner = &dep.partitioner;
     let n = partitioner.num_partitions();
     if n > MAX_REDUCE_PARTITIONS {
@@ -670,6 +691,15 @@ fn write_shuffle(
             }
         }
     }
+    Ok(buckets)
+}
+
+/// A shuffle map task's output: one encoded bucket per reduce partition.
+fn encode_buckets(
+    dep: &ShuffleDep,
+    buckets: &[Vec<(Value, Value)>],
+    counts: &mut TaskCounts,
+) -> Result<Vec<Vec<u8>>, TaskError> {
     let mut out = Vec::with_capacity(buckets.len());
     for (reduce_id, bucket) in buckets.iter().enumerate() {
         counts.shuffle_records_written += bucket.len() as u64;
@@ -851,6 +881,10 @@ mod tests {
 
     fn range(start: i64, end: i64) -> Option<Slice> {
         Some(Slice::Range { start, end, step: 1 })
+    }
+
+    fn range_step(start: i64, end: i64, step: i64) -> Option<Slice> {
+        Some(Slice::Range { start, end, step })
     }
 
     fn ints(xs: impl IntoIterator<Item = i64>) -> Vec<Value> {
@@ -1275,5 +1309,303 @@ mod tests {
                 let _ = decode_bucket(&bad);
             }
         }
+    }
+
+    /// The generic path's buckets and lines read for a shuffle map task (no fused path).
+    fn generic_map(st: &StageTask, partition: u32, ctx: &dyn TaskContext) -> (Vec<Vec<(Value, Value)>>, u64) {
+        let TaskKind::ShuffleMap { dep } = &st.kind else {
+            panic!("not a map stage")
+        };
+        let counters = Counters::default();
+        let env = Env {
+            lineage: &st.lineage,
+            ctx,
+            counters: &counters,
+        };
+        let records = compute(env, dep.parent, partition, &mut None).unwrap();
+        let buckets = partition_records(env, dep, records).unwrap();
+        (buckets, counters.records_read.get())
+    }
+
+    /// Word count's map stage as `text_file(..).flat_map("split", ..).map("pair_with_one")
+    /// .reduce_by_key("add")` builds it (the text file under an `identity` map).
+    fn word_count_stage(path: &str, splits: Vec<FileSplit>, sep: Option<&str>, partitions: u32) -> StageTask {
+        let n = splits.len() as u32;
+        let args = sep.map(|s| vec![Value::str(s)]).unwrap_or_default();
+        let mut lines = mapped(3, 0, "identity", vec![]);
+        lines.num_partitions = n;
+        let mut words = mapped(1, 3, "split", args);
+        words.num_partitions = n;
+        let mut pairs = mapped(2, 1, "pair_with_one", vec![]);
+        pairs.num_partitions = n;
+        let l = lineage(vec![
+            node(
+                0,
+                RddKind::TextFile {
+                    path: path.into(),
+                    splits,
+                },
+                n,
+            ),
+            lines,
+            words,
+            pairs,
+        ]);
+        map_stage(
+            l,
+            ShuffleDep {
+                shuffle_id: 5,
+                parent: 2,
+                num_maps: n,
+                partitioner: Partitioner::Hash { partitions },
+                aggregator: Some(Aggregator::Reduce(OpCall::new("add", vec![]))),
+                map_side_combine: true,
+            },
+        )
+    }
+
+    /// A text exercising what word count must keep: non-ASCII words (surrogate pairs too),
+    /// invalid UTF-8, empty lines, doubled, leading and trailing spaces, CRLF and lone CR,
+    /// a byte order mark, colliding hash codes ("Aa"/"BB"), enough distinct words to grow the
+    /// table several times, and long lines.
+    fn tricky_text() -> Vec<u8> {
+        let mut t: Vec<u8> = vec![0xEF, 0xBB, 0xBF];
+        t.extend_from_slice("héllo wörld héllo →😀 Aa BB AaAa BBBB AaBB\n".as_bytes());
+        t.extend_from_slice(b"\n\n  double  spaces  here  \r\n lone\rcr\r\n");
+        t.extend_from_slice(b"bad \xff\xfe utf8 \xc3( end\n   \n \n");
+        for i in 0..3000u32 {
+            t.extend_from_slice(format!("w{} x{} w{}", i % 700, i % 13, i).as_bytes());
+            t.extend_from_slice(if i % 5 == 0 { b"\r\n" } else { b"\n" });
+        }
+        t.extend_from_slice("a".repeat(5000).as_bytes());
+        t.extend_from_slice(b" tail\r");
+        t.extend_from_slice(b"last line without terminator");
+        t
+    }
+
+    #[test]
+    fn fused_word_count_gives_the_generic_buckets() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = tricky_text();
+        let path = dir.path().join("words.txt");
+        std::fs::write(&path, &text).unwrap();
+        let path = path.to_string_lossy().into_owned();
+        let ctx = TestContext::default();
+        let len = text.len() as u64;
+        let plans: Vec<Vec<FileSplit>> = vec![
+            vec![FileSplit {
+                start: 0,
+                length: len,
+            }],
+            crate::rdd::text::hadoop_splits(len, 3, u64::MAX).unwrap(),
+            // Splits that start inside a CRLF, on a CR, on the BOM, mid-character.
+            (0..len)
+                .step_by(997)
+                .map(|s| FileSplit {
+                    start: s,
+                    length: 997.min(len - s),
+                })
+                .collect(),
+            vec![
+                FileSplit { start: 0, length: 1 },
+                FileSplit { start: 1, length: 70 },
+                FileSplit {
+                    start: 71,
+                    length: len - 71,
+                },
+            ],
+        ];
+        for splits in plans {
+            for partitions in [1, 2, 7] {
+                for sep in [None, Some(" "), Some("w")] {
+                    let st = word_count_stage(&path, splits.clone(), sep, partitions);
+                    let TaskKind::ShuffleMap { dep } = &st.kind else {
+                        unreachable!()
+                    };
+                    let mut total_lines = 0;
+                    for p in 0..splits.len() as u32 {
+                        let plan = fused::word_count_plan(&st.lineage, dep, p).expect("the fused shape");
+                        let read = Cell::new(0);
+                        let fast = fused::word_count_map(&plan, &ctx, &read).unwrap();
+                        let (slow, slow_read) = generic_map(&st, p, &ctx);
+                        assert_eq!(
+                            fast, slow,
+                            "split {p} of {splits:?}, {partitions} partitions, {sep:?}"
+                        );
+                        assert_eq!(read.get(), slow_read);
+                        total_lines += read.get();
+                        // And through run_task, counts included.
+                        let (out, counts) = run_task(&st, p, None, &ctx).unwrap();
+                        let mut c = TaskCounts::default();
+                        let want = encode_buckets(dep, &slow, &mut c).unwrap();
+                        assert_eq!(out, TaskOutput::MapOutput { buckets: want });
+                        c.records_read = slow_read;
+                        assert_eq!(counts, c);
+                    }
+                    let whole = crate::rdd::text::read_split_lines(
+                        &path,
+                        &FileSplit {
+                            start: 0,
+                            length: len,
+                        },
+                    )
+                    .unwrap();
+                    assert_eq!(total_lines, whole.len() as u64);
+                }
+            }
+        }
+        // The non-ASCII words hash as Java's String.hashCode (UTF-16 code units).
+        let st = word_count_stage(
+            &path,
+            vec![FileSplit {
+                start: 0,
+                length: len,
+            }],
+            None,
+            1,
+        );
+        let TaskKind::ShuffleMap { dep } = &st.kind else {
+            unreachable!()
+        };
+        let plan = fused::word_count_plan(&st.lineage, dep, 0).unwrap();
+        let buckets = fused::word_count_map(&plan, &ctx, &Cell::new(0)).unwrap();
+        let get = |w: &str| {
+            buckets[0]
+                .iter()
+                .find(|(k, _)| k == &Value::str(w))
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(get("héllo"), Some(Value::I64(2)));
+        assert_eq!(get("→😀"), Some(Value::I64(1)));
+        assert_eq!(get("\u{fffd}\u{fffd}"), Some(Value::I64(1)));
+        // Empty strings between doubled spaces and from empty lines are words.
+        assert!(get("").is_some_and(|n| n.as_i64().unwrap() > 5));
+    }
+
+    #[test]
+    fn fused_paths_only_take_their_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.txt");
+        std::fs::write(&path, b"a b\n").unwrap();
+        let path = path.to_string_lossy().into_owned();
+        let split = vec![FileSplit { start: 0, length: 4 }];
+        let shape = |st: &StageTask, p: u32| {
+            let TaskKind::ShuffleMap { dep } = &st.kind else {
+                unreachable!()
+            };
+            fused::word_count_plan(&st.lineage, dep, p).is_some()
+        };
+        assert!(shape(&word_count_stage(&path, split.clone(), None, 2), 0));
+        // The text file straight under the split; another map between split and pairs.
+        let mut st = word_count_stage(&path, split.clone(), None, 2);
+        st.lineage.insert(mapped(1, 0, "split", vec![]));
+        assert!(shape(&st, 0));
+        let mut st = word_count_stage(&path, split.clone(), None, 2);
+        st.lineage.insert(mapped(2, 3, "pair_with_one", vec![]));
+        st.lineage.insert(mapped(3, 1, "identity", vec![]));
+        st.lineage.insert(mapped(1, 4, "split", vec![]));
+        st.lineage.insert(mapped(4, 0, "identity", vec![]));
+        assert!(!shape(&st, 0));
+        // No such partition, no reduce partitions, a separator of two bytes or non-ASCII.
+        assert!(!shape(&word_count_stage(&path, split.clone(), None, 2), 1));
+        assert!(!shape(&word_count_stage(&path, split.clone(), None, 0), 0));
+        assert!(!shape(&word_count_stage(&path, split.clone(), Some("ab"), 2), 0));
+        assert!(!shape(&word_count_stage(&path, split.clone(), Some("é"), 2), 0));
+        // Another reduce function, no map-side combine.
+        let mut st = word_count_stage(&path, split.clone(), None, 2);
+        if let TaskKind::ShuffleMap { dep } = &mut st.kind {
+            dep.aggregator = Some(Aggregator::Reduce(OpCall::new("max", vec![])));
+        }
+        assert!(!shape(&st, 0));
+        let mut st = word_count_stage(&path, split, None, 2);
+        if let TaskKind::ShuffleMap { dep } = &mut st.kind {
+            dep.map_side_combine = false;
+        }
+        assert!(!shape(&st, 0));
+        // A Map operation without a fused form, and one registered again without it.
+        let pi = |op: &str| {
+            let l = lineage(vec![source(1), mapped(1, 0, op, vec![])]);
+            let slice = Slice::Range {
+                start: 0,
+                end: 10,
+                step: 1,
+            };
+            fused::range_sum_plan(&l, 1, &OpCall::new("add", vec![]), 0, Some(&slice)).is_some()
+        };
+        assert!(!pi("identity"));
+        ops::register_with_range_sum(
+            "test.compute.fused_then_plain",
+            Op::map(|_, v| Ok(v)),
+            std::sync::Arc::new(|_, _, _| 0),
+        );
+        assert!(pi("test.compute.fused_then_plain"));
+        register("test.compute.fused_then_plain", Op::map(|_, v| Ok(v)));
+        assert!(!pi("test.compute.fused_then_plain"));
+    }
+
+    #[test]
+    fn fused_range_sum_gives_the_generic_reduce() {
+        register(
+            "test.compute.mod7",
+            Op::map(|_, v| Ok(Value::I64(v.as_i64().unwrap_or(0).rem_euclid(7)))),
+        );
+        ops::register_with_range_sum(
+            "test.compute.mod7_fused",
+            Op::map(|_, v| Ok(Value::I64(v.as_i64().unwrap_or(0).rem_euclid(7)))),
+            std::sync::Arc::new(|first, count, step| {
+                (0..count as i64).map(|k| (first + k * step).rem_euclid(7)).sum()
+            }),
+        );
+        crate::apps::spark_pi::register_ops();
+        let ctx = TestContext::default();
+        let ranges = [
+            (0, 0, 1),
+            (1, 2, 1),
+            (-5000, 5000, 3),
+            (9000, -10, -7),
+            (1, 100_001, 1),
+            (0, 10, 0),
+        ];
+        for (plain, fused_op) in [
+            ("test.compute.mod7", "test.compute.mod7_fused"),
+            (crate::apps::spark_pi::SAMPLE_OP, crate::apps::spark_pi::SAMPLE_OP),
+        ] {
+            for (start, end, step) in ranges {
+                let run = |op: &str| {
+                    let l = lineage(vec![source(1), mapped(1, 0, op, vec![])]);
+                    let st = result(l, 1, ResultFunc::Reduce(OpCall::new("add", vec![])));
+                    value(run_task(&st, 0, range_step(start, end, step), &ctx))
+                };
+                let want = run(plain);
+                assert_eq!(run(fused_op), want, "{fused_op} over {start}..{end} by {step}");
+                if plain == crate::apps::spark_pi::SAMPLE_OP {
+                    // The generic path, one record at a time.
+                    let l = lineage(vec![source(1), mapped(1, 0, plain, vec![])]);
+                    let counters = Counters::default();
+                    let env = Env {
+                        lineage: &l,
+                        ctx: &ctx,
+                        counters: &counters,
+                    };
+                    let mut slice = range_step(start, end, step);
+                    let records = compute(env, 1, 0, &mut slice).unwrap();
+                    let generic =
+                        apply_result_func(env, &ResultFunc::Reduce(OpCall::new("add", vec![])), records)
+                            .unwrap();
+                    assert_eq!(want, Ok(generic));
+                }
+            }
+        }
+        // A kill stops the loop within a block.
+        let killed = TestContext {
+            kill_after_checks: Some(2),
+            ..Default::default()
+        };
+        let l = lineage(vec![source(1), mapped(1, 0, "test.compute.mod7_fused", vec![])]);
+        let st = result(l, 1, ResultFunc::Reduce(OpCall::new("add", vec![])));
+        assert!(run_task(&st, 0, range(0, 1_000_000), &killed)
+            .unwrap_err()
+            .is_killed());
+        assert_eq!(killed.checks.get(), 3);
     }
 }

@@ -17,7 +17,9 @@
 //!   built-in operations;
 //! * [`task`] — what a task computes ([`StageTask`], [`ResultFunc`]), the context an executor
 //!   gives it ([`TaskContext`]) and [`run_task`]; [`compute`] holds how each RDD kind is
-//!   computed, [`aomap`] Spark's `AppendOnlyMap` used for shuffle aggregation;
+//!   computed, [`aomap`] Spark's `AppendOnlyMap` used for shuffle aggregation, [`fused`]
+//!   the lineage shapes computed without a `Value` per record (word count's map side,
+//!   an integer map reduced by `add` over a range), with the generic path's results;
 //! * [`api`] — the RDD API applications use ([`Rdd`], [`parallelize`], [`text_file`], ...)
 //!   over a [`JobRunner`] the SparkContext implements;
 //! * [`local`] — [`LocalRunner`], an in-process [`JobRunner`]: the reference evaluator.
@@ -29,6 +31,7 @@
 pub mod aomap;
 pub mod api;
 pub mod compute;
+pub mod fused;
 pub mod lineage;
 pub mod local;
 pub mod ops;

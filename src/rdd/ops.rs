@@ -15,7 +15,10 @@
 //!
 //! The registry is process-wide: [`register`] (registering a name again replaces it),
 //! [`lookup`], [`resolve`] (an unknown name is a `java.lang.ClassNotFoundException` with
-//! message `operation 'x' is not registered`). Built-ins are there from the first use:
+//! message `operation 'x' is not registered`). [`register_with_range_sum`] registers an
+//! integer Map operation with its fused form over a range (see [`super::fused`]);
+//! [`is_builtin`] tells whether a name still holds its built-in. Built-ins are there from the
+//! first use:
 //!
 //! | name | kind | what it does |
 //! | --- | --- | --- |
@@ -206,7 +209,66 @@ impl TaskContext for DriverContext {
 
 fn registry() -> &'static RwLock<HashMap<String, Op>> {
     static REGISTRY: OnceLock<RwLock<HashMap<String, Op>>> = OnceLock::new();
-    REGISTRY.get_or_init(|| RwLock::new(builtins()))
+    REGISTRY.get_or_init(|| RwLock::new(builtin_ops().clone()))
+}
+
+/// The built-in operations as first registered (the registry starts as a copy).
+fn builtin_ops() -> &'static HashMap<String, Op> {
+    static BUILTINS: OnceLock<HashMap<String, Op>> = OnceLock::new();
+    BUILTINS.get_or_init(builtins)
+}
+
+impl Op {
+    /// Whether both are the same registered function (not merely the same kind).
+    pub fn same(&self, other: &Op) -> bool {
+        match (self, other) {
+            (Op::Map(a), Op::Map(b)) => Arc::ptr_eq(a, b),
+            (Op::Filter(a), Op::Filter(b)) => Arc::ptr_eq(a, b),
+            (Op::FlatMap(a), Op::FlatMap(b)) => Arc::ptr_eq(a, b),
+            (Op::MapPartitions(a), Op::MapPartitions(b)) => Arc::ptr_eq(a, b),
+            (Op::Reduce(a), Op::Reduce(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// Whether `name` is still the built-in operation of that name (an application may register
+/// its own under a built-in's name; then fused paths that know the built-in stand aside).
+pub fn is_builtin(name: &str) -> bool {
+    match (builtin_ops().get(name), lookup(name)) {
+        (Some(b), Some(current)) => b.same(&current),
+        _ => false,
+    }
+}
+
+/// The fused form of an integer Map operation followed by `reduce(add)`: the wrapping sum of
+/// the operation's results over `count` integers `first, first + step, ...` (all within
+/// `i64`). It must give what the Map operation and `add` give one record at a time.
+pub type RangeSumFn = Arc<dyn Fn(i64, u64, i64) -> i64 + Send + Sync>;
+
+fn range_sums() -> &'static RwLock<HashMap<String, (Op, RangeSumFn)>> {
+    static SUMS: OnceLock<RwLock<HashMap<String, (Op, RangeSumFn)>>> = OnceLock::new();
+    SUMS.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// Registers the Map operation `op` under `name` with its fused form over integer ranges
+/// ([`RangeSumFn`]), which a task uses for `parallelize(range).map(name).reduce(add)`.
+pub fn register_with_range_sum(name: impl Into<String>, op: Op, range_sum: RangeSumFn) {
+    let name = name.into();
+    range_sums()
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(name.clone(), (op.clone(), range_sum));
+    register(name, op);
+}
+
+/// The fused range sum of `name`, if the operation registered under it now is the one it was
+/// registered with.
+pub fn lookup_range_sum(name: &str) -> Option<RangeSumFn> {
+    let current = lookup(name)?;
+    let sums = range_sums().read().unwrap_or_else(|e| e.into_inner());
+    let (op, f) = sums.get(name)?;
+    op.same(&current).then(|| f.clone())
 }
 
 /// Registers a set of operations by name, as an application's code does when it is loaded

@@ -101,6 +101,23 @@ impl RangeIter {
             remaining: range_len(start, end, step).unwrap_or(0),
         }
     }
+
+    /// The next at most `max` integers at once, as `(first, count, step)`: they are
+    /// `first + k * step` for `k < count`, every one within `i64` (the range lies between two
+    /// `i64`s). `None` once the range is used up.
+    pub fn next_chunk(&mut self, max: u64) -> Option<(i64, u64, i64)> {
+        if self.remaining == 0 || max == 0 {
+            return None;
+        }
+        let first = i64::try_from(self.next).ok()?;
+        let step = i64::try_from(self.step).ok()?;
+        let count = self.remaining.min(max);
+        self.remaining -= count;
+        self.next = self
+            .next
+            .saturating_add(i128::from(count).saturating_mul(self.step));
+        Some((first, count, step))
+    }
 }
 
 impl Iterator for RangeIter {

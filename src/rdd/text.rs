@@ -197,7 +197,7 @@ impl std::fmt::Debug for LineReader {
     }
 }
 
-fn io_error(path: &str, e: &io::Error) -> TaskError {
+pub(crate) fn io_error(path: &str, e: &io::Error) -> TaskError {
     if e.kind() == io::ErrorKind::NotFound {
         TaskError::exception(
             "java.io.FileNotFoundException",

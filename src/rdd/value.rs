@@ -515,9 +515,38 @@ impl<A: Into<Value>, B: Into<Value>> From<(A, B)> for Value {
 
 /// `java.lang.String.hashCode`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units,
 /// wrapping like Java's `int`.
+/// An ASCII string (the common case) is hashed straight from its bytes, which are its code
+/// units.
 pub fn string_hash_code(s: &str) -> i32 {
+    let bytes = s.as_bytes();
+    if bytes.is_ascii() {
+        return ascii_hash_code(bytes);
+    }
     s.encode_utf16()
         .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// `java.lang.String.hashCode` of ASCII bytes (each byte is one UTF-16 code unit), four bytes
+/// a step: `h * 31^4 + b0 * 31^3 + b1 * 31^2 + b2 * 31 + b3` keeps one multiply on the chain.
+/// Bytes of 0x80 and above would not be code units: callers pass ASCII only.
+#[inline]
+pub fn ascii_hash_code(bytes: &[u8]) -> i32 {
+    let mut h = 0i32;
+    let mut chunks = bytes.chunks_exact(4);
+    for c in &mut chunks {
+        let &[b0, b1, b2, b3] = c else { continue };
+        let (b0, b1, b2, b3) = (i32::from(b0), i32::from(b1), i32::from(b2), i32::from(b3));
+        h = h
+            .wrapping_mul(923_521)
+            .wrapping_add(b0.wrapping_mul(29_791))
+            .wrapping_add(b1.wrapping_mul(961))
+            .wrapping_add(b2.wrapping_mul(31))
+            .wrapping_add(b3);
+    }
+    for &b in chunks.remainder() {
+        h = h.wrapping_mul(31).wrapping_add(i32::from(b));
+    }
+    h
 }
 
 /// `java.lang.Long.hashCode`: `(int)(v ^ (v >>> 32))`.
@@ -583,15 +612,28 @@ pub fn scala_double_hash(d: f64) -> i32 {
 
 // MurmurHash3 (x86, 32 bit) steps as scala.util.hashing.MurmurHash3 uses them.
 const PRODUCT_SEED: i32 = 0xcafe_babe_u32 as i32;
+/// `"Tuple2".hashCode`.
+const TUPLE2_NAME_HASH: i32 = {
+    let name = b"Tuple2";
+    let mut h = 0i32;
+    let mut i = 0;
+    while i < name.len() {
+        h = h.wrapping_mul(31).wrapping_add(name[i] as i32);
+        i += 1;
+    }
+    h
+};
+/// The case-class hash state of a `Tuple2` before its elements: the seed mixed with the name.
+const TUPLE2_SEED: i32 = mix(PRODUCT_SEED, TUPLE2_NAME_HASH);
 
-fn mix_last(hash: i32, data: i32) -> i32 {
+const fn mix_last(hash: i32, data: i32) -> i32 {
     let mut k = data.wrapping_mul(0xcc9e_2d51_u32 as i32);
     k = k.rotate_left(15);
     k = k.wrapping_mul(0x1b87_3593);
     hash ^ k
 }
 
-fn mix(hash: i32, data: i32) -> i32 {
+const fn mix(hash: i32, data: i32) -> i32 {
     mix_last(hash, data)
         .rotate_left(13)
         .wrapping_mul(5)
@@ -620,8 +662,7 @@ pub fn tuple2_hash_code(a: &Value, b: &Value) -> i32 {
 /// `scala.Tuple2.hashCode` from its elements' `##` (what `(partition, key).hashCode` is in
 /// Spark's map-side `PartitionedAppendOnlyMap`).
 pub fn tuple2_hash_of(a_hash: i32, b_hash: i32) -> i32 {
-    let mut h = PRODUCT_SEED;
-    h = mix(h, string_hash_code("Tuple2"));
+    let mut h = TUPLE2_SEED;
     h = mix(h, a_hash);
     h = mix(h, b_hash);
     finalize_hash(h, 2)
