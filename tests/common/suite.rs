@@ -19,8 +19,10 @@ use sparkyard::yarn::records::FinalApplicationStatus;
 
 use super::inproc::{self, Node};
 
-/// SparkPi with 24 slices: its printed value is a pure function of the slices.
-pub const PI: (&str, &[&str]) = ("org.apache.spark.examples.SparkPi", &["24"]);
+/// SparkPi with 240 slices: its printed value is a pure function of the slices. Enough
+/// slices that a run outlasts a killed executor's replacement (a slice of points is
+/// counted in blocks, about a millisecond in a debug build).
+pub const PI: (&str, &[&str]) = ("org.apache.spark.examples.SparkPi", &["240"]);
 /// 24 tasks of 15 ms: long enough for a kill to land while tasks run.
 pub const SLEEPS: (&str, &[&str]) = ("sparkyard.examples.SleepTasks", &["--tasks", "24", "--ms", "15"]);
 
