@@ -47,8 +47,26 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// A file nothing wrote to for this long is closed (it opens again if needed).
 pub const IDLE_CLOSE: Duration = Duration::from_secs(10);
 
-/// The most files one sink keeps open.
-pub const MAX_OPEN_FILES: usize = 256;
+/// The fewest and the most files one sink keeps open (see [`max_open_files`]).
+pub const MIN_OPEN_FILES: usize = 256;
+pub const MAX_OPEN_FILES: usize = 2048;
+
+/// The most files one sink keeps open: a quarter of the process's descriptor limit, within
+/// [`MIN_OPEN_FILES`]..=[`MAX_OPEN_FILES`]. Every container of a node writes its own file,
+/// and when more containers log at once than files may stay open, each record opens and
+/// closes one (a thousand one-core executors cost four times what ten did per task); the
+/// rest of the descriptors stay for connections and processes.
+pub fn max_open_files() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX);
+        usize::try_from(soft / 4)
+            .unwrap_or(usize::MAX)
+            .clamp(MIN_OPEN_FILES, MAX_OPEN_FILES)
+    })
+}
 
 /// After a file could not be opened or written, how long before it is tried again (records
 /// for it meanwhile are counted as dropped).
@@ -57,8 +75,9 @@ pub const RETRY_OPEN: Duration = Duration::from_secs(1);
 /// How often a summary of dropped records goes to stderr while records are being dropped.
 pub const REPORT_EVERY: Duration = Duration::from_secs(10);
 
-/// Buffer of one log file.
-const FILE_BUFFER: usize = 64 * 1024;
+/// Buffer of one log file (a system call per 16 KiB, about a hundred task records; up to
+/// [`MAX_OPEN_FILES`] files may be open).
+const FILE_BUFFER: usize = 16 * 1024;
 
 /// How many ended containers the sink remembers (see [`LogSink::close_container`]).
 const KEPT_CLOSED: usize = 4096;
@@ -436,10 +455,27 @@ impl LogSink {
                 Written::Closed => *route = None,
             }
         }
-        self.drops.count(
-            1,
-            "a log file was closed twice while a record was being written".into(),
-        );
+        // Closed twice under it: more containers write at once than files may stay open, and
+        // others' records took its place each time. This record gets a file of its own,
+        // opened, written and closed at once, as a record of an ended container does.
+        let once = LogFile {
+            path: Self::file_for(
+                dir,
+                Some(node).filter(|n| !n.is_empty()),
+                Some(app).filter(|a| !a.is_empty()),
+                Some(container).filter(|c| !c.is_empty()),
+            ),
+            owner: owner(app, container),
+            last_tick: AtomicU64::new(0),
+            once: AtomicBool::new(true),
+            state: Mutex::new(FileState::New),
+        };
+        if let Written::Closed = self.write_to(&once, line, true) {
+            self.drops.count(
+                1,
+                "a log file was closed twice while a record was being written".into(),
+            );
+        }
     }
 
     /// Appends application output to a container's `stdout` file (written out at once).
@@ -464,7 +500,7 @@ impl LogSink {
     }
 
     /// The file under `key`, made (not opened yet) by `make` if it is not in the map. Making
-    /// one more than [`MAX_OPEN_FILES`] first closes the least recently written.
+    /// one more than [`max_open_files`] first closes the least recently written.
     fn lookup(&self, key: String, make: impl FnOnce() -> (PathBuf, String)) -> Arc<LogFile> {
         let mut files = lock(&self.files);
         if let Some(f) = files.get(&key) {
@@ -485,7 +521,7 @@ impl LogSink {
             return file;
         }
         let mut evicted = Vec::new();
-        while files.len() >= MAX_OPEN_FILES {
+        while files.len() >= max_open_files() {
             let Some(oldest) = files
                 .iter()
                 .min_by_key(|(_, f)| f.last_tick.load(Ordering::Relaxed))
@@ -828,14 +864,54 @@ mod tests {
     }
 
     #[test]
+    fn threads_writing_more_containers_than_files_may_stay_open_lose_no_record() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let sink = Arc::new(sink(tmp.path()));
+        let containers = max_open_files() + 64;
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let sink = sink.clone();
+                std::thread::spawn(move || {
+                    for round in 0..3 {
+                        for c in (t..containers).step_by(4).chain((0..containers).rev().step_by(7)) {
+                            record(&sink, "app_1", &format!("c_{c}"), &format!("t{t}r{round}"));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        sink.flush();
+        assert_eq!(sink.dropped(), 0);
+        assert!(sink.open_files() <= max_open_files());
+        let written: usize = (0..containers)
+            .map(|c| {
+                lines(&LogSink::file_for(
+                    tmp.path(),
+                    None,
+                    Some("app_1"),
+                    Some(&format!("c_{c}")),
+                ))
+                .len()
+            })
+            .sum();
+        let expected: usize = (0..4)
+            .map(|t| 3 * ((t..containers).step_by(4).count() + (0..containers).rev().step_by(7).count()))
+            .sum();
+        assert_eq!(written, expected);
+    }
+
+    #[test]
     fn no_more_than_the_cap_of_files_is_open_and_no_record_is_lost() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let sink = sink(tmp.path());
-        let containers = MAX_OPEN_FILES + 40;
+        let containers = max_open_files() + 40;
         for round in 0..2 {
             for c in 0..containers {
                 record(&sink, "app_1", &format!("c_{c}"), &format!("r{round}"));
-                assert!(sink.open_files() <= MAX_OPEN_FILES);
+                assert!(sink.open_files() <= max_open_files());
             }
         }
         sink.flush();
