@@ -36,8 +36,7 @@ pub mod yarn;
 /// allocated, which is the task path's shape (the driver's thread builds a LaunchTask, an
 /// executor's task thread drops it, and back for StatusUpdate): under load its futex calls
 /// doubled a tiny task's cost. mimalloc frees cross-thread blocks into the owning page's
-/// lock-free list. Chosen over jemalloc (`--features jemalloc`) by `benches/` (see the
-/// README's Benchmarks).
+/// lock-free list. jemalloc (`--features jemalloc`) is kept to compare the two in `benches/`.
 #[macro_export]
 macro_rules! global_allocator {
     () => {
