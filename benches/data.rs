@@ -23,18 +23,15 @@
 
 sparkyard::global_allocator!();
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-use sparkyard::conf::{NodeSpec, SparkConf};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
 use sparkyard::context::{AppEnv, AppError, SparkContext};
-use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, RmConnection};
 use sparkyard::logs::{Console, LogInit};
 use sparkyard::rdd::Value;
-use sparkyard::runtime::Cluster;
-use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
-use sparkyard::yarn::protocol::ApplicationClientProtocol;
 
 const RUNS: usize = 5;
 const VOCABULARY: usize = 100_000;
@@ -145,57 +142,16 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
 /// Runs `main_class` with `app_args` on 2 executors of 1 core; answers its timings.
 fn run_app(main_class: &str, app_args: Vec<String>) -> Vec<Timing> {
     RESULTS.lock().unwrap().clear();
-    let logs = tempfile::tempdir().unwrap();
-    let log_dir = logs.path().to_path_buf();
-    let main_class = main_class.to_string();
-    let sys = actix::System::new();
-    sys.block_on(async move {
-        let cluster = Cluster::builder()
-            .log_dir(&log_dir)
-            .node("rmhost")
-            .build()
-            .unwrap();
-        let nodes: Vec<NodeSpec> = (1..=2)
-            .map(|i| NodeSpec {
-                host: format!("host{i}"),
-                rack: "/rack1".into(),
-                memory_mb: 64_000,
-                vcores: 64,
-            })
-            .collect();
-        start_node(
-            &cluster,
-            &SparkConf::new(),
-            &nodes,
-            &sparkyard::cli::roles::launchers(),
-            "rmhost",
-            None,
-        )
-        .unwrap();
-        wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
-            .await
-            .unwrap();
-        let rm = RmConnection::Local(cluster.endpoint::<ApplicationClientProtocol>(&rm_path()));
-        let mut conf = SparkConf::new();
-        conf.set("spark.executor.instances", "2")
-            .set("spark.executor.cores", "1")
-            .set("spark.executor.memory", "2g")
-            .set("spark.yarn.report.interval", "100ms")
-            .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
-            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
-            .set("spark.yarn.maxAppAttempts", "1");
-        let args = ClientArgs {
-            conf: Arc::new(conf),
-            main_class,
-            primary_resource: "bench.jar".into(),
-            app_args,
-            client_mode_driver: None,
-        };
-        let app = submit_application(&rm, &args).await.unwrap();
-        let outcome = follow_application(&rm, &args, app).await;
-        assert!(outcome.verdict.is_ok(), "{:?}", outcome.verdict);
-        cluster.shutdown(Duration::from_secs(10)).await;
-    });
+    let setup = common::Setup {
+        nodes: 2,
+        node_memory_mb: 64_000,
+        node_vcores: 64,
+        executors: 2,
+        cores: 1,
+        executor_memory: "2g",
+        log_files: true,
+    };
+    common::run_app(&setup, main_class, app_args);
     RESULTS.lock().unwrap().clone()
 }
 

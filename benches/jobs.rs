@@ -21,16 +21,13 @@
 
 sparkyard::global_allocator!();
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-use sparkyard::conf::{NodeSpec, SparkConf};
+use std::sync::Mutex;
+use std::time::Instant;
+
 use sparkyard::context::{AppEnv, AppError, SparkContext};
-use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, RmConnection};
 use sparkyard::logs::{Console, LogInit};
-use sparkyard::runtime::Cluster;
-use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
-use sparkyard::yarn::protocol::ApplicationClientProtocol;
 
 const RUNS: usize = 5;
 
@@ -75,61 +72,16 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
 /// count, the median job time.
 fn throughput(executors: u32, cores: u32, sizes: &[u32]) -> Vec<(u32, (f64, f64, f64))> {
     RESULTS.lock().unwrap().clear();
-    let logs = tempfile::tempdir().unwrap();
-    let sys = actix::System::new();
-    let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
-    let log_dir = logs.path().to_path_buf();
-    sys.block_on(async move {
-        let cluster = if std::env::var("SPARKYARD_BENCH_NOFILES").is_ok() {
-            Cluster::builder().node("rmhost").build().unwrap()
-        } else {
-            Cluster::builder()
-                .log_dir(&log_dir)
-                .node("rmhost")
-                .build()
-                .unwrap()
-        };
-        let nodes: Vec<NodeSpec> = (1..=4)
-            .map(|i| NodeSpec {
-                host: format!("host{i}"),
-                rack: "/rack1".into(),
-                memory_mb: 4_000_000,
-                vcores: 100_000,
-            })
-            .collect();
-        start_node(
-            &cluster,
-            &SparkConf::new(),
-            &nodes,
-            &sparkyard::cli::roles::launchers(),
-            "rmhost",
-            None,
-        )
-        .unwrap();
-        wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
-            .await
-            .unwrap();
-        let rm = RmConnection::Local(cluster.endpoint::<ApplicationClientProtocol>(&rm_path()));
-        let mut conf = SparkConf::new();
-        conf.set("spark.executor.instances", executors.to_string())
-            .set("spark.executor.cores", cores.to_string())
-            .set("spark.executor.memory", "512m")
-            .set("spark.yarn.report.interval", "100ms")
-            .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
-            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
-            .set("spark.yarn.maxAppAttempts", "1");
-        let args = ClientArgs {
-            conf: Arc::new(conf),
-            main_class: "bench.TinyTasks".into(),
-            primary_resource: "bench.jar".into(),
-            app_args: sizes_s,
-            client_mode_driver: None,
-        };
-        let app = submit_application(&rm, &args).await.unwrap();
-        let outcome = follow_application(&rm, &args, app).await;
-        assert!(outcome.verdict.is_ok(), "{:?}", outcome.verdict);
-        cluster.shutdown(Duration::from_secs(10)).await;
-    });
+    let setup = common::Setup {
+        nodes: 4,
+        node_memory_mb: 4_000_000,
+        node_vcores: 100_000,
+        executors,
+        cores,
+        executor_memory: "512m",
+        log_files: std::env::var("SPARKYARD_BENCH_NOFILES").is_err(),
+    };
+    common::run_app(&setup, "bench.TinyTasks", sizes.iter().map(|s| s.to_string()).collect());
     let results = RESULTS.lock().unwrap().clone();
     sizes
         .iter()

@@ -15,16 +15,13 @@
 
 sparkyard::global_allocator!();
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-use sparkyard::conf::{NodeSpec, SparkConf};
+use std::sync::Mutex;
+use std::time::Instant;
+
 use sparkyard::context::{AppEnv, AppError, SparkContext};
-use sparkyard::deploy::client::{follow_application, submit_application, ClientArgs, RmConnection};
 use sparkyard::logs::{Console, LogInit};
-use sparkyard::runtime::Cluster;
-use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
-use sparkyard::yarn::protocol::ApplicationClientProtocol;
 
 /// What the job saw.
 #[derive(Clone, Copy)]
@@ -93,56 +90,16 @@ fn tiny_tasks(env: &AppEnv) -> Result<(), AppError> {
 
 /// Runs the bench application on an in-process cluster of 2 executors × 4 cores.
 fn run_job(n: u32) {
-    let logs = tempfile::tempdir().unwrap();
-    let sys = actix::System::new();
-    let log_dir = logs.path().to_path_buf();
-    sys.block_on(async move {
-        let cluster = Cluster::builder()
-            .log_dir(&log_dir)
-            .node("rmhost")
-            .build()
-            .unwrap();
-        let nodes: Vec<NodeSpec> = (1..=4)
-            .map(|i| NodeSpec {
-                host: format!("host{i}"),
-                rack: "/rack1".into(),
-                memory_mb: 4_000_000,
-                vcores: 100_000,
-            })
-            .collect();
-        start_node(
-            &cluster,
-            &SparkConf::new(),
-            &nodes,
-            &sparkyard::cli::roles::launchers(),
-            "rmhost",
-            None,
-        )
-        .unwrap();
-        wait_ready(&cluster, nodes.len(), Duration::from_secs(10))
-            .await
-            .unwrap();
-        let rm = RmConnection::Local(cluster.endpoint::<ApplicationClientProtocol>(&rm_path()));
-        let mut conf = SparkConf::new();
-        conf.set("spark.executor.instances", "2")
-            .set("spark.executor.cores", "4")
-            .set("spark.executor.memory", "512m")
-            .set("spark.yarn.report.interval", "100ms")
-            .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
-            .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
-            .set("spark.yarn.maxAppAttempts", "1");
-        let args = ClientArgs {
-            conf: Arc::new(conf),
-            main_class: "bench.TinyTasks".into(),
-            primary_resource: "bench.jar".into(),
-            app_args: vec![n.to_string()],
-            client_mode_driver: None,
-        };
-        let app = submit_application(&rm, &args).await.unwrap();
-        let outcome = follow_application(&rm, &args, app).await;
-        assert!(outcome.verdict.is_ok(), "{:?}", outcome.verdict);
-        cluster.shutdown(Duration::from_secs(10)).await;
-    });
+    let setup = common::Setup {
+        nodes: 4,
+        node_memory_mb: 4_000_000,
+        node_vcores: 100_000,
+        executors: 2,
+        cores: 4,
+        executor_memory: "512m",
+        log_files: true,
+    };
+    common::run_app(&setup, "bench.TinyTasks", vec![n.to_string()]);
 }
 
 /// The child: one job of `n` tasks, one line of figures.
