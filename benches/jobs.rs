@@ -81,7 +81,11 @@ fn throughput(executors: u32, cores: u32, sizes: &[u32]) -> Vec<(u32, (f64, f64,
         executor_memory: "512m",
         log_files: std::env::var("SPARKYARD_BENCH_NOFILES").is_err(),
     };
-    common::run_app(&setup, "bench.TinyTasks", sizes.iter().map(|s| s.to_string()).collect());
+    common::run_app(
+        &setup,
+        "bench.TinyTasks",
+        sizes.iter().map(|s| s.to_string()).collect(),
+    );
     let results = RESULTS.lock().unwrap().clone();
     sizes
         .iter()
