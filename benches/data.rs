@@ -30,7 +30,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use sparkyard::context::{AppEnv, AppError, SparkContext};
-use sparkyard::logs::{Console, LogInit};
 use sparkyard::rdd::Value;
 
 const RUNS: usize = 5;
@@ -306,13 +305,8 @@ fn peer(script: &str, args: &[String]) -> Option<Vec<f64>> {
 }
 
 fn main() {
-    let level = std::env::var("SPARKYARD_BENCH_LOG").unwrap_or_else(|_| "info".into());
-    sparkyard::logs::init(&LogInit {
-        level: Some(level.clone()),
-        console: Console::Off,
-        console_quiet_except: None,
-    })
-    .expect("subscriber");
+    let level = common::log_level();
+    common::init_logs(&level);
     sparkyard::apps::register_operations();
     sparkyard::apps::register_application("bench.WordCount", word_count);
     sparkyard::apps::register_application("bench.SparkPi", spark_pi);

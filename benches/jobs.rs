@@ -27,7 +27,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use sparkyard::context::{AppEnv, AppError, SparkContext};
-use sparkyard::logs::{Console, LogInit};
 
 const RUNS: usize = 5;
 
@@ -175,13 +174,8 @@ mod peer {
 }
 
 fn main() {
-    let level = std::env::var("SPARKYARD_BENCH_LOG").unwrap_or_else(|_| "info".into());
-    sparkyard::logs::init(&LogInit {
-        level: Some(level.clone()),
-        console: Console::Off,
-        console_quiet_except: None,
-    })
-    .expect("subscriber");
+    let level = common::log_level();
+    common::init_logs(&level);
     sparkyard::apps::register_application("bench.TinyTasks", tiny_tasks);
     let filter = std::env::args()
         .nth(1)

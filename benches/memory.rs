@@ -21,7 +21,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use sparkyard::context::{AppEnv, AppError, SparkContext};
-use sparkyard::logs::{Console, LogInit};
 
 /// What the job saw.
 #[derive(Clone, Copy)]
@@ -105,12 +104,7 @@ fn run_job(n: u32) {
 /// The child: one job of `n` tasks, one line of figures.
 fn child(n: u32, level: &str) {
     let at_start = status_kb("VmHWM");
-    sparkyard::logs::init(&LogInit {
-        level: Some(level.to_string()),
-        console: Console::Off,
-        console_quiet_except: None,
-    })
-    .expect("subscriber");
+    common::init_logs(level);
     sparkyard::apps::register_application("bench.TinyTasks", tiny_tasks);
     run_job(n);
     let Figures {
@@ -133,7 +127,7 @@ fn child(n: u32, level: &str) {
 }
 
 fn main() {
-    let level = std::env::var("SPARKYARD_BENCH_LOG").unwrap_or_else(|_| "info".into());
+    let level = common::log_level();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(pos) = args.iter().position(|a| a == "--tasks") {
         let n = args

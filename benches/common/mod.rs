@@ -11,6 +11,22 @@ use sparkyard::runtime::Cluster;
 use sparkyard::yarn::node::{rm_path, start_node, wait_ready};
 use sparkyard::yarn::protocol::ApplicationClientProtocol;
 
+/// The level of the bench's records: `SPARKYARD_BENCH_LOG`, default `info`.
+pub fn log_level() -> String {
+    std::env::var("SPARKYARD_BENCH_LOG").unwrap_or_else(|_| "info".into())
+}
+
+/// Installs the bench's log subscriber: records at `level` to each cluster's files, nothing
+/// on the console.
+pub fn init_logs(level: &str) {
+    sparkyard::logs::init(&sparkyard::logs::LogInit {
+        level: Some(level.to_string()),
+        console: sparkyard::logs::Console::Off,
+        console_quiet_except: None,
+    })
+    .expect("subscriber");
+}
+
 /// The cluster and the application's executors.
 pub struct Setup {
     /// NodeManagers, each of `node_memory_mb` and `node_vcores`.
