@@ -13,6 +13,15 @@
 //! The most recently idle worker takes the next job (its cache is warm; it may still be
 //! looking for work, and then nobody has to wake it). A panic in a job is caught and ends
 //! that job only; the thread lives on.
+//!
+//! Waking a sleeping thread is a system call that costs the waker microseconds, and the
+//! waker is the thread handing out tasks (the driver's, in the embedded cluster), the one
+//! every task waits on. So a job that arrives while a worker is running one is not given a
+//! thread at once: a returning worker takes it (tiny tasks come back in microseconds and
+//! one thread runs them back to back), and a watcher thread that looks every
+//! [`WATCH_TICK`] wakes a worker for each job that waited a whole tick (a long task does
+//! not hold up the next one by more than about two ticks). With nothing running, a job
+//! wakes a worker at once.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,6 +39,13 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// sleeps. Tasks arrive back to back while a job runs, so a short look saves the wake-up
 /// system call the thread launching the next task would otherwise make.
 const LINGER: Duration = Duration::from_micros(200);
+
+/// How often the watcher looks for jobs left waiting while every worker was busy.
+const WATCH_TICK: Duration = Duration::from_micros(500);
+
+/// Ticks with no job waiting after which the watcher sleeps until a job is left waiting
+/// again (a second: an idle process does not wake every tick).
+const WATCH_QUIET_TICKS: u32 = 2000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -156,6 +172,13 @@ struct WorkersState {
     threads: usize,
     /// Workers looking for work without sleeping (they need no bell).
     looking: usize,
+    /// Jobs ever queued, and ever taken: the job at the front is number `taken + 1`.
+    submitted: u64,
+    taken: u64,
+    /// The watcher is ticking (false: asleep on `Workers::watch`, or not started yet).
+    watching: bool,
+    /// The watcher thread was started.
+    watcher_started: bool,
 }
 
 /// The process's task threads, shared by its executors' pools.
@@ -173,6 +196,8 @@ struct Workers {
     /// it finishes, before it comes back for the next (so it may be counted free early,
     /// never late, and no thread is started for a job a returning worker will take).
     running: AtomicUsize,
+    /// Where the watcher sleeps while no job waits.
+    watch: Condvar,
 }
 
 fn workers() -> &'static Workers {
@@ -186,6 +211,7 @@ fn workers() -> &'static Workers {
             .saturating_sub(1),
         started: AtomicUsize::new(0),
         running: AtomicUsize::new(0),
+        watch: Condvar::new(),
     })
 }
 
@@ -193,13 +219,49 @@ impl Workers {
     fn submit(&'static self, pool: Arc<Pool>, job: Job) -> Result<(), Job> {
         let mut st = lock(&self.state);
         st.jobs.push_back((pool, job));
+        st.submitted += 1;
         self.queued.store(st.jobs.len(), Ordering::Release);
         // Workers not running a job are asleep, looking, or on their way back from one (they
         // take the next job themselves): wake one only if the others cannot take them all.
-        let free = st.threads.saturating_sub(self.running.load(Ordering::Acquire));
-        if free.saturating_sub(st.idle.len()) >= st.jobs.len() {
+        if self.uncovered(&st) == 0 {
             return Ok(());
         }
+        // A worker running a job comes back for the next; the watcher wakes one if it does
+        // not come back within a tick.
+        if self.running.load(Ordering::Acquire) > 0 && self.watch_started(&mut st) {
+            return Ok(());
+        }
+        match self.wake_one(st) {
+            Ok(()) => Ok(()),
+            Err(mut st) => {
+                // No thread could be started: with none at all, nobody will run it (the
+                // newest job is this one unless another pool's arrived since, and each of
+                // those gets the same answer).
+                if st.threads == 0 {
+                    if let Some((_, job)) = st.jobs.pop_back() {
+                        st.submitted -= 1;
+                        self.queued.store(st.jobs.len(), Ordering::Release);
+                        return Err(job);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Jobs waiting that no worker is on its way to: the workers that are not running a job,
+    /// not asleep (looking, or coming back from one) take one each.
+    fn uncovered(&self, st: &WorkersState) -> usize {
+        let free = st.threads.saturating_sub(self.running.load(Ordering::Acquire));
+        st.jobs.len().saturating_sub(free.saturating_sub(st.idle.len()))
+    }
+
+    /// Rings the most recently idle worker's bell, or starts a worker; gives the lock back
+    /// if no thread could be started.
+    fn wake_one<'a>(
+        &'static self,
+        mut st: MutexGuard<'a, WorkersState>,
+    ) -> Result<(), MutexGuard<'a, WorkersState>> {
         if let Some(bell) = st.idle.pop() {
             drop(st);
             *lock(&bell.rung) = true;
@@ -215,16 +277,74 @@ impl Workers {
         if spawned.is_err() {
             let mut st = lock(&self.state);
             st.threads -= 1;
-            if st.threads == 0 {
-                // Nobody will run it: the newest job is this one unless another pool's
-                // arrived since, and each of those gets the same answer.
-                if let Some((_, job)) = st.jobs.pop_back() {
-                    self.queued.store(st.jobs.len(), Ordering::Release);
-                    return Err(job);
-                }
-            }
+            return Err(st);
         }
         Ok(())
+    }
+
+    /// Makes sure the watcher ticks; false if it cannot be started (then the caller wakes a
+    /// worker itself).
+    fn watch_started(&'static self, st: &mut WorkersState) -> bool {
+        if st.watching {
+            return true;
+        }
+        if !st.watcher_started {
+            let spawned = std::thread::Builder::new()
+                .name("task-worker-watch".into())
+                .spawn(move || self.watch());
+            if spawned.is_err() {
+                return false;
+            }
+            st.watcher_started = true;
+        }
+        st.watching = true;
+        self.watch.notify_one();
+        true
+    }
+
+    /// The watcher's life: every tick, wakes a worker for each job that waited the whole
+    /// tick and that no worker is on its way to; sleeps after a quiet second.
+    fn watch(&'static self) {
+        let mut seen_submitted = 0u64;
+        let mut quiet = 0u32;
+        loop {
+            std::thread::sleep(WATCH_TICK);
+            let mut st = lock(&self.state);
+            if st.jobs.is_empty() {
+                quiet += 1;
+                if quiet >= WATCH_QUIET_TICKS {
+                    st.watching = false;
+                    while !st.watching {
+                        st = self
+                            .watch
+                            .wait_timeout(st, IDLE_TIMEOUT)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                    }
+                    quiet = 0;
+                }
+                seen_submitted = st.submitted;
+                continue;
+            }
+            quiet = 0;
+            // The front job is number `taken + 1`: it waited a tick if it was queued by the
+            // last look.
+            if st.taken < seen_submitted {
+                let waited = (seen_submitted - st.taken) as usize;
+                let mut wake = self.uncovered(&st).min(waited);
+                while wake > 0 {
+                    match self.wake_one(st) {
+                        Ok(()) => st = lock(&self.state),
+                        Err(back) => {
+                            st = back;
+                            break;
+                        }
+                    }
+                    wake = self.uncovered(&st).min(wake - 1);
+                }
+            }
+            seen_submitted = st.submitted;
+        }
     }
 
     /// A worker thread's life: run jobs, look for more for a moment, sleep, end when idle
@@ -233,6 +353,7 @@ impl Workers {
         let mut st = lock(&self.state);
         loop {
             if let Some((pool, job)) = st.jobs.pop_front() {
+                st.taken += 1;
                 self.queued.store(st.jobs.len(), Ordering::Release);
                 self.running.fetch_add(1, Ordering::AcqRel);
                 drop(st);
@@ -343,6 +464,30 @@ mod tests {
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
         pool.shutdown();
         assert!(pool.execute(Box::new(|| {})).is_err());
+    }
+
+    #[test]
+    fn a_job_queued_behind_a_long_one_still_gets_a_thread() {
+        // The first job runs until the second has run: the second must get a thread of its
+        // own although a worker is busy (the watcher wakes one when nobody comes back).
+        let pool = TaskPool::new("test-pool-long", 2);
+        let (started_tx, started_rx) = mpsc::channel();
+        let (second_tx, second_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel();
+        pool.execute(Box::new(move || {
+            started_tx.send(()).unwrap();
+            let _ = done_tx.send(second_rx.recv_timeout(Duration::from_secs(10)).is_ok());
+        }))
+        .map_err(|_| ())
+        .unwrap();
+        started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        pool.execute(Box::new(move || second_tx.send(()).unwrap()))
+            .map_err(|_| ())
+            .unwrap();
+        assert!(
+            done_rx.recv_timeout(Duration::from_secs(20)).unwrap(),
+            "the second job ran while the first held its thread"
+        );
     }
 
     #[test]
