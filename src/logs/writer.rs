@@ -654,7 +654,9 @@ impl JsonLayer {
             }
         }
         let captures = cluster_sink.as_ref().is_some_and(|s| s.captures());
-        let mut line = Vec::with_capacity(512 + fields.msg.len());
+        let mut line = LINE.try_with(|l| l.take()).unwrap_or_default();
+        line.clear();
+        line.reserve(512 + fields.msg.len());
         write_record(
             &mut line,
             ts,

@@ -238,6 +238,9 @@ pub struct DriverEndpoint {
     published: Option<ActiveExecutors>,
     /// The starvation timer, while it runs.
     starvation_timer: Option<SpawnHandle>,
+    /// The paths of the ApplicationMaster and its endpoint this driver runs under, found once
+    /// (asked for each finished task, see `attempt_alive`); `None` inside: not under one.
+    attempt_paths: std::cell::OnceCell<Option<(ActorPath, ActorPath)>>,
     stopping: bool,
     /// A ReviveOffers to self is queued (the TaskScheduler's requests coalesce).
     revive_queued: bool,
@@ -263,6 +266,7 @@ impl DriverEndpoint {
             executors_view: kept.executors,
             published: None,
             starvation_timer: None,
+            attempt_paths: std::cell::OnceCell::new(),
             stopping: false,
             revive_queued: false,
             executor_waiters: Vec::new(),
@@ -282,20 +286,22 @@ impl DriverEndpoint {
     /// In cluster mode (the driver inside the AM container, `…/am/driver/driver-endpoint`):
     /// whether the attempt's ApplicationMaster still runs. Always true in client mode.
     fn attempt_alive(&self) -> bool {
-        let Some(am) = self.me.path().parent().and_then(|driver| driver.parent()) else {
-            return true;
-        };
-        if am.name() != "am" {
-            return true;
-        }
-        let Ok(master) = am.child("application-master") else {
+        let paths = self.attempt_paths.get_or_init(|| {
+            let am = self.me.path().parent().and_then(|driver| driver.parent())?;
+            if am.name() != "am" {
+                return None;
+            }
+            let master = am.child("application-master").ok()?;
+            Some((am, master))
+        });
+        let Some((am, master)) = paths else {
             return true;
         };
         let registry = self.me.cluster().registry();
         registry
-            .shared(&master)
+            .shared(master)
             .is_some_and(|cell| !cell.is_ending() && !cell.is_done())
-            && registry.shared(&am).is_some_and(|cell| !cell.is_ending())
+            && registry.shared(am).is_some_and(|cell| !cell.is_ending())
     }
 
     /// Runs `call` on the TaskSchedulerImpl and routes what it said.

@@ -1106,7 +1106,7 @@ impl TaskSetManager {
 
     /// `task <index>.<attempt> in stage <stage>.<attempt> (TID <tid>)`.
     pub fn task_name(&self, tid: u64) -> Option<String> {
-        self.attempts.get(&tid).map(|a| self.name_of(tid, a))
+        self.attempts.get(&tid).map(|a| self.name_of(tid, a).to_string())
     }
 
     /// Total bytes of results accepted so far and the number of results counted.
@@ -1940,11 +1940,16 @@ impl TaskSetManager {
 
     // ----- internals -------------------------------------------------------------------------
 
-    fn name_of(&self, tid: u64, a: &Attempt) -> String {
-        format!(
-            "task {}.{} in stage {}.{} (TID {tid})",
-            a.index, a.attempt, self.stage_id, self.stage_attempt
-        )
+    /// The attempt's name as Spark's records give it, formatted where it is written (a
+    /// record's message) rather than into a string of its own.
+    fn name_of(&self, tid: u64, a: &Attempt) -> TaskName {
+        TaskName {
+            index: a.index,
+            attempt: a.attempt,
+            stage: self.stage_id,
+            stage_attempt: self.stage_attempt,
+            tid,
+        }
     }
 
     /// The attempt's executor id and host.
@@ -2255,7 +2260,7 @@ impl TaskSetManager {
             succeeded: false,
             launching: true,
         };
-        let name = self.name_of(task_id, &attempt);
+        let name = self.name_of(task_id, &attempt).to_string();
         let slice = self.binary.slices.encoded(index as usize);
         let size = self.binary.stage_bytes.len() + slice.as_ref().map_or(0, Vec::len);
         if size > TASK_SIZE_TO_WARN_KIB * 1024 && !self.emitted_task_size_warning {
@@ -2396,6 +2401,27 @@ impl TaskSetManager {
         } else {
             false
         }
+    }
+}
+
+
+/// `task 3.0 in stage 1.0 (TID 42)`.
+#[derive(Clone, Copy)]
+struct TaskName {
+    index: u32,
+    attempt: u32,
+    stage: u32,
+    stage_attempt: u32,
+    tid: u64,
+}
+
+impl std::fmt::Display for TaskName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "task {}.{} in stage {}.{} (TID {})",
+            self.index, self.attempt, self.stage, self.stage_attempt, self.tid
+        )
     }
 }
 
