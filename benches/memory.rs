@@ -143,9 +143,15 @@ fn main() {
     } else {
         sizes
     };
+    let allocator = match sparkyard::allocator_options() {
+        Some((purge_delay, allow_thp)) => {
+            format!("mimalloc, purge_delay {purge_delay}, allow_thp {allow_thp}")
+        }
+        None => "not mimalloc 3.3".to_string(),
+    };
     println!(
         "sparkyard memory per pending task (one job of N one-record tasks, 2 executors x 4 cores, \
-         logs at {level} to files; a process per size)"
+         logs at {level} to files; a process per size; allocator: {allocator})"
     );
     let exe = std::env::current_exe().expect("the bench's own path");
     for n in sizes {

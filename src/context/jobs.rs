@@ -141,7 +141,7 @@ impl JobRunner for DriverJobRunner {
 
     fn run_job(
         &self,
-        lineage: &Lineage,
+        lineage: &Arc<Lineage>,
         rdd: RddId,
         partitions: &[u32],
         func: &ResultFunc,
@@ -156,7 +156,7 @@ impl JobRunner for DriverJobRunner {
 impl DriverJobRunner {
     fn run_job_to_end(
         &self,
-        lineage: &Lineage,
+        lineage: &Arc<Lineage>,
         rdd: RddId,
         partitions: &[u32],
         func: &ResultFunc,
@@ -169,7 +169,6 @@ impl DriverJobRunner {
             ));
         }
         let (tx, rx) = mpsc::sync_channel(1);
-        let lineage = Arc::new(lineage.clone());
         let clock = self.cluster.clock().clone();
         let deadline = clock.now() + self.bound;
         // A SubmitJob that reached a DAGScheduler which then failed was never registered

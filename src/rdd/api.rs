@@ -46,7 +46,7 @@ use super::lineage::{
     Aggregator, FileSplit, Lineage, OpCall, Partitioner, RddId, RddKind, RddNode, ShuffleId, Slice,
 };
 use super::partitioner::default_partitioner;
-use super::slice::{slice_range, slice_values};
+use super::slice::{slice_values, Slices};
 use super::task::{ResultFunc, EMPTY_COLLECTION};
 use super::text::text_file_splits;
 use super::value::Value;
@@ -67,9 +67,10 @@ pub trait JobRunner: Send + Sync {
     /// The short name used in call sites ("count at MapCount").
     fn app_short_name(&self) -> String;
     /// Runs a job computing `func` over `partitions` of `rdd`; answers one value per partition, in order.
+    /// `lineage` is the RDD's own (shared with the job, never copied).
     fn run_job(
         &self,
-        lineage: &Lineage,
+        lineage: &Arc<Lineage>,
         rdd: RddId,
         partitions: &[u32],
         func: &ResultFunc,
@@ -230,11 +231,18 @@ pub fn parallelize(
     let id = runner.new_rdd_id();
     let n = num_slices.unwrap_or_else(|| runner.default_parallelism());
     let slices = slice_values(values, n).map_err(illegal_argument)?;
-    Ok(parallel_collection(runner, id, slices, vec![], "parallelize"))
+    Ok(parallel_collection(
+        runner,
+        id,
+        slices.into(),
+        vec![],
+        "parallelize",
+    ))
 }
 
-/// `sc.parallelize(start until end_exclusive by step, numSlices)`: slices stay ranges
-/// (computed where they run). Scala's `a to b` is `a until b + 1`.
+/// `sc.parallelize(start until end_exclusive by step, numSlices)`: slices stay ranges, each
+/// computed from the range when it is asked for (nothing is held per slice). Scala's `a to b`
+/// is `a until b + 1`.
 pub fn parallelize_range(
     runner: &Arc<dyn JobRunner>,
     start: i64,
@@ -244,7 +252,7 @@ pub fn parallelize_range(
 ) -> Result<Rdd, JobError> {
     let id = runner.new_rdd_id();
     let n = num_slices.unwrap_or_else(|| runner.default_parallelism());
-    let slices = slice_range(start, end_exclusive, step, n).map_err(illegal_argument)?;
+    let slices = Slices::range(start, end_exclusive, step, n).map_err(illegal_argument)?;
     Ok(parallel_collection(runner, id, slices, vec![], "parallelize"))
 }
 
@@ -261,13 +269,13 @@ pub fn make_rdd(runner: &Arc<dyn JobRunner>, values: Vec<(Value, Vec<String>)>) 
     } else {
         slices
     };
-    parallel_collection(runner, id, slices, locations, "makeRDD")
+    parallel_collection(runner, id, slices.into(), locations, "makeRDD")
 }
 
 fn parallel_collection(
     runner: &Arc<dyn JobRunner>,
     id: RddId,
-    slices: Vec<Slice>,
+    slices: Slices,
     locations: Vec<Vec<String>>,
     method: &str,
 ) -> Rdd {
@@ -394,11 +402,11 @@ impl Rdd {
                 },
                 RddKind::ParallelCollection { slices, .. } => {
                     return (0u32..)
-                        .zip(slices)
+                        .zip(slices.iter())
                         .map(|(index, s)| PartitionInfo {
                             rdd_id: r.node.id,
                             index,
-                            slice: Some(s.clone()),
+                            slice: Some(s.into_owned()),
                             split: None,
                         })
                         .collect()
@@ -810,6 +818,47 @@ mod tests {
             e.message
                 .contains("ClassCastException: sum needs numbers, got Str x"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_range_of_a_million_partitions_is_held_once_and_small() {
+        let (_, sc) = runner("Range", 2);
+        let rdd = parallelize_range(&sc, 0, 1_000_000, 1, Some(1_000_000)).unwrap();
+        let lineage = rdd.lineage();
+        // The lineage is built once and shared (a job gets the same one, not a copy).
+        assert!(Arc::ptr_eq(&lineage, &rdd.lineage()));
+        // Its slices are the range, not a million listed slices.
+        assert!(crate::rdd::encode(&*lineage).unwrap().len() < 100);
+        assert_eq!(
+            lineage.slice(rdd.id(), 123_456).as_deref(),
+            Some(&Slice::Range {
+                start: 123_456,
+                end: 123_457,
+                step: 1
+            })
+        );
+        assert_eq!(rdd.partitions().len(), 1_000_000);
+        let mapped = rdd.map("identity", vec![]);
+        assert_eq!(
+            mapped.partitions()[999_999].slice,
+            Some(Slice::Range {
+                start: 999_999,
+                end: 1_000_000,
+                step: 1
+            })
+        );
+        // A job computes each partition's slice from the range.
+        let small = parallelize_range(&sc, 10, 0, -3, Some(5)).unwrap();
+        let sizes: Vec<u64> = small
+            .partitions()
+            .iter()
+            .map(|p| p.slice.as_ref().map_or(0, Slice::len))
+            .collect();
+        assert_eq!(sizes, vec![0, 1, 1, 1, 1]);
+        assert_eq!(
+            small.collect().unwrap(),
+            vec![Value::I64(10), Value::I64(7), Value::I64(4), Value::I64(1)]
         );
     }
 

@@ -35,6 +35,7 @@
 //! a flat MessagePack array of keys and values in a compact form ([`encode_bucket`]); an
 //! empty bucket is zero bytes, as Spark writes nothing for an empty partition.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -369,11 +370,15 @@ fn compute<'a>(
         RddKind::ParallelCollection { .. } => {
             let s = match slice.take() {
                 Some(s) => s,
-                None => env.lineage.slice(id, partition).cloned().ok_or_else(|| {
-                    internal(format!(
-                        "no slice for partition {partition} of ParallelCollectionRDD {id}"
-                    ))
-                })?,
+                None => env
+                    .lineage
+                    .slice(id, partition)
+                    .map(Cow::into_owned)
+                    .ok_or_else(|| {
+                        internal(format!(
+                            "no slice for partition {partition} of ParallelCollectionRDD {id}"
+                        ))
+                    })?,
             };
             Ok(match s {
                 Slice::Values(vs) => Box::new(Source::new(vs.into_iter().map(Ok), env.ctx, None)),
@@ -837,7 +842,7 @@ mod tests {
         node(
             0,
             RddKind::ParallelCollection {
-                slices: vec![],
+                slices: Default::default(),
                 locations: vec![],
             },
             n,
@@ -918,7 +923,8 @@ mod tests {
                 slices: vec![
                     Slice::Values(vec!["x".into()]),
                     Slice::Values(vec!["y".into(), "z".into()]),
-                ],
+                ]
+                .into(),
                 locations: vec![],
             },
             2,

@@ -510,9 +510,13 @@ pub(crate) fn range_sum_plan(
     if !matches!(lineage.node(parent)?.kind, RddKind::ParallelCollection { .. }) {
         return None;
     }
+    let computed;
     let slice = match slice {
         Some(s) => s,
-        None => lineage.slice(parent, partition)?,
+        None => {
+            computed = lineage.slice(parent, partition)?;
+            &*computed
+        }
     };
     let Slice::Range { start, end, step } = *slice else {
         return None;

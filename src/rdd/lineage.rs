@@ -9,10 +9,12 @@
 //! Stage boundaries are shuffle dependencies: [`Lineage::shuffle_dependencies`] gives the
 //! ones a stage reads, [`Lineage::for_stage`] the sub-graph one stage computes.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::slice::Slices;
 use super::value::Value;
 
 /// An RDD's id, unique within its SparkContext.
@@ -84,9 +86,10 @@ pub struct FileSplit {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum RddKind {
     /// ParallelCollectionRDD. `slices` is empty in a lineage that travels with a task (each
-    /// task carries only its own slice); `locations` are preferred hosts per slice.
+    /// task carries only its own slice); a range's slices are computed when asked for;
+    /// `locations` are preferred hosts per slice.
     ParallelCollection {
-        slices: Vec<Slice>,
+        slices: Slices,
         locations: Vec<Vec<String>>,
     },
     /// HadoopRDD over a local text file, one partition per split, yielding the lines as
@@ -283,8 +286,8 @@ impl Lineage {
     }
 
     /// The slice of partition `partition` of the parallelized collection a stage computing
-    /// `id` starts from, if it starts from one.
-    pub fn slice(&self, id: RddId, partition: u32) -> Option<&Slice> {
+    /// `id` starts from, if it starts from one (borrowed, or computed for a range).
+    pub fn slice(&self, id: RddId, partition: u32) -> Option<Cow<'_, Slice>> {
         self.stage_rdds(id).into_iter().find_map(|n| match &n.kind {
             RddKind::ParallelCollection { slices, .. } => slices.get(partition as usize),
             _ => None,

@@ -13,6 +13,7 @@
 //! executor driver): java.lang.RuntimeException: boom`). [`LocalRunner::cancel`] makes
 //! running tasks see themselves killed at their next check.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -131,7 +132,7 @@ impl LocalRunner {
                 outputs: &outputs,
                 cancelled: &self.cancelled,
             };
-            let slice = lineage.slice(stage_rdd, p).cloned();
+            let slice = lineage.slice(stage_rdd, p).map(Cow::into_owned);
             match run_task(&stage, p, slice, &ctx) {
                 Ok((out, counts)) => {
                     add_counts(&mut self.state().counts, &counts);
@@ -216,7 +217,7 @@ impl JobRunner for LocalRunner {
 
     fn run_job(
         &self,
-        lineage: &Lineage,
+        lineage: &Arc<Lineage>,
         rdd: RddId,
         partitions: &[u32],
         func: &ResultFunc,

@@ -52,7 +52,7 @@ pub use lineage::{
 pub use local::LocalRunner;
 pub use ops::{lookup, register, resolve, DriverContext, Op, OpCtx, Records};
 pub use partitioner::{default_partitioner, non_negative_mod};
-pub use slice::{slice_range, slice_values};
+pub use slice::{slice_range, slice_values, Slices};
 pub use task::{
     not_a_barrier_task, run_task, BarrierMethod, FetchFailure, ResultFunc, StageTask, TaskContext,
     TaskCounts, TaskError, TaskKind, TaskOutput, EMPTY_COLLECTION,
@@ -122,7 +122,9 @@ mod tests {
         lineage.insert(RddNode {
             id: 0,
             kind: RddKind::ParallelCollection {
-                slices: slice_values(vec![Value::str("a b"), Value::pair(1, 2.5)], 2).unwrap(),
+                slices: slice_values(vec![Value::str("a b"), Value::pair(1, 2.5)], 2)
+                    .unwrap()
+                    .into(),
                 locations: vec![vec!["h1".into()], vec![]],
             },
             num_partitions: 2,

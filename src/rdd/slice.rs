@@ -12,6 +12,10 @@
 //! `a to b by s` is the exclusive range `a until b + 1 by s` here (`b - 1` for a negative
 //! step).
 
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
 use super::lineage::Slice;
 use super::value::Value;
 
@@ -199,26 +203,113 @@ fn check_slices(num_slices: u32) -> Result<(), String> {
 /// Cuts `start until end by step` into `num_slices` range slices, as
 /// `ParallelCollectionRDD.slice` cuts a Scala `Range` (each slice a sub-range).
 pub fn slice_range(start: i64, end: i64, step: i64, num_slices: u32) -> Result<Vec<Slice>, String> {
-    check_slices(num_slices)?;
-    let len = range_len(start, end, step)?;
-    // Positions are at most `len`, and position `len` is at most one step past the last
-    // element, which lies between `start` and `end` (or is `end` itself): it fits an i64.
-    let at = |pos: u64| {
-        let v = i128::from(start) + i128::from(pos) * i128::from(step);
-        let clamped = if step > 0 {
-            v.min(i128::from(end))
-        } else {
-            v.max(i128::from(end))
-        };
-        i64::try_from(clamped).unwrap_or(end)
+    let slices = Slices::range(start, end, step, num_slices)?;
+    Ok(slices.iter().map(Cow::into_owned).collect())
+}
+
+/// The element at position `pos` (at most the range's length) of `start until end by step`,
+/// as a slice bound: position `len` is at most one step past the last element, which lies
+/// between `start` and `end` (or is `end` itself), so it is clamped to `end` and fits an i64.
+fn range_bound(start: i64, end: i64, step: i64, pos: u64) -> i64 {
+    let v = i128::from(start) + i128::from(pos) * i128::from(step);
+    let clamped = if step > 0 {
+        v.min(i128::from(end))
+    } else {
+        v.max(i128::from(end))
     };
-    Ok(positions(len, num_slices)
-        .map(|(s, e)| Slice::Range {
-            start: at(s),
-            end: at(e),
+    i64::try_from(clamped).unwrap_or(end)
+}
+
+/// A parallelized collection's slices: listed one by one (explicit values, `makeRDD`), or an
+/// integer range with the number of slices it is cut into, each slice computed when it is
+/// asked for (what [`slice_range`] would list). A job of a million one-number slices then
+/// holds 32 bytes of slices, not 32 MB per copy of its lineage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Slices {
+    Listed(Vec<Slice>),
+    /// `start until end by step` in `num_slices` slices (checked: step not 0, at least one
+    /// slice, a length that fits a u64).
+    Range {
+        start: i64,
+        end: i64,
+        step: i64,
+        num_slices: u32,
+    },
+}
+
+impl Default for Slices {
+    fn default() -> Slices {
+        Slices::Listed(Vec::new())
+    }
+}
+
+impl From<Vec<Slice>> for Slices {
+    fn from(slices: Vec<Slice>) -> Slices {
+        Slices::Listed(slices)
+    }
+}
+
+impl Slices {
+    /// `start until end by step` cut into `num_slices`, as `ParallelCollectionRDD.slice`
+    /// cuts a Scala `Range`. Errors: fewer than one slice (Spark's message), step 0.
+    pub fn range(start: i64, end: i64, step: i64, num_slices: u32) -> Result<Slices, String> {
+        check_slices(num_slices)?;
+        range_len(start, end, step)?;
+        Ok(Slices::Range {
+            start,
+            end,
             step,
+            num_slices,
         })
-        .collect())
+    }
+
+    /// How many slices (the collection's partitions).
+    pub fn len(&self) -> usize {
+        match self {
+            Slices::Listed(v) => v.len(),
+            Slices::Range { num_slices, .. } => *num_slices as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Slice `index`: borrowed when listed, computed (three numbers) for a range.
+    pub fn get(&self, index: usize) -> Option<Cow<'_, Slice>> {
+        match self {
+            Slices::Listed(v) => v.get(index).map(Cow::Borrowed),
+            &Slices::Range {
+                start,
+                end,
+                step,
+                num_slices,
+            } => {
+                if index >= num_slices as usize {
+                    return None;
+                }
+                let len = range_len(start, end, step).ok()?;
+                // Spark's positions: (i*len/n, (i+1)*len/n), in 128 bits.
+                let (n, l, i) = (u128::from(num_slices), u128::from(len), index as u128);
+                let pos = |k: u128| u64::try_from(k * l / n).unwrap_or(u64::MAX);
+                Some(Cow::Owned(Slice::Range {
+                    start: range_bound(start, end, step, pos(i)),
+                    end: range_bound(start, end, step, pos(i + 1)),
+                    step,
+                }))
+            }
+        }
+    }
+
+    /// The slices in order.
+    pub fn iter(&self) -> impl Iterator<Item = Cow<'_, Slice>> + '_ {
+        (0..self.len()).map_while(move |i| self.get(i))
+    }
+
+    /// Drops the slices (a lineage that travels with a task carries none).
+    pub fn clear(&mut self) {
+        *self = Slices::default();
+    }
 }
 
 /// Cuts explicit values into `num_slices` slices at the positions Spark uses.
@@ -310,6 +401,125 @@ mod tests {
         assert!(slice_range(1, 10, 0, 2).unwrap_err().contains("step cannot be 0"));
         assert!(range(1, 10, 0).is_empty());
         assert_eq!(range(1, 10, 0).iter().count(), 0);
+    }
+
+    /// Slices of a range as the elements themselves cut at Spark's positions (the oracle for
+    /// the computed slices, independent of how a slice's bounds are worked out).
+    fn materialised(start: i64, end: i64, step: i64, n: u32) -> Vec<Vec<i64>> {
+        let all: Vec<i64> = RangeIter::new(start, end, step).collect();
+        positions(all.len() as u64, n)
+            .map(|(s, e)| all[s as usize..e as usize].to_vec())
+            .collect()
+    }
+
+    /// The bounds of slice `i` as the listing used to compute them before slices were
+    /// computed on demand.
+    fn listed_bounds(start: i64, end: i64, step: i64, n: u32) -> Vec<Slice> {
+        let len = range_len(start, end, step).unwrap();
+        positions(len, n)
+            .map(|(s, e)| {
+                range(
+                    range_bound(start, end, step, s),
+                    range_bound(start, end, step, e),
+                    step,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn computed_range_slices_equal_the_listed_ones() {
+        // (start, end exclusive, step, slices): empty, wrong direction, steps, negative
+        // steps, Scala inclusive ranges (`1 to 10` = 1 until 11, `10 to 1 by -3` = 10 until
+        // 0 by -3), counts that do not divide evenly, more slices than elements, one slice.
+        let shapes: &[(i64, i64, i64, u32)] = &[
+            (1, 1, 1, 2),
+            (0, 0, -1, 3),
+            (10, 1, 1, 2),
+            (1, 10, -1, 4),
+            (0, 10, 1, 1),
+            (0, 10, 1, 10),
+            (1, 11, 1, 2),
+            (1, 11, 1, 3),
+            (1, 11, 3, 4),
+            (0, 21, 3, 4),
+            (0, 100, 7, 6),
+            (10, 0, -2, 3),
+            (10, 0, -3, 4),
+            (-5, 6, 5, 2),
+            (-50, 50, 9, 7),
+            (50, -50, -9, 7),
+            (1, 4, 1, 5),
+            (0, 3, 1, 64),
+            (7, 8, 1, 3),
+            (0, 1000, 1, 1000),
+            (0, 999, 1, 1000),
+            (0, 1001, 1, 1000),
+            (i64::MAX - 10, i64::MAX, 3, 4),
+            (i64::MIN, i64::MIN + 10, 1, 3),
+        ];
+        for &(start, end, step, n) in shapes {
+            let slices = Slices::range(start, end, step, n).unwrap();
+            assert_eq!(slices.len(), n as usize);
+            let computed: Vec<Slice> = slices.iter().map(Cow::into_owned).collect();
+            assert_eq!(computed.len(), n as usize);
+            assert_eq!(
+                computed,
+                listed_bounds(start, end, step, n),
+                "{start} until {end} by {step} in {n}"
+            );
+            let elements: Vec<Vec<i64>> = computed
+                .iter()
+                .map(|s| s.iter().map(|v| v.as_i64().unwrap()).collect())
+                .collect();
+            assert_eq!(
+                elements,
+                materialised(start, end, step, n),
+                "{start} until {end} by {step} in {n}"
+            );
+            assert!(slices.get(n as usize).is_none());
+            assert_eq!(slice_range(start, end, step, n).unwrap(), computed);
+        }
+        // Ranges too long to materialise: the bounds still match the listing.
+        for &(start, end, step, n) in &[
+            (i64::MIN, i64::MAX, 1, 4),
+            (i64::MIN, i64::MAX, 1, 1_000_003),
+            (0, i64::MAX, 2, 3),
+            (i64::MAX, i64::MIN, -3, 2),
+            (i64::MAX, i64::MIN, -1, 7),
+        ] {
+            let computed: Vec<Slice> = Slices::range(start, end, step, n)
+                .unwrap()
+                .iter()
+                .map(Cow::into_owned)
+                .collect();
+            assert_eq!(computed, listed_bounds(start, end, step, n));
+        }
+        // The errors are the listing's.
+        assert_eq!(
+            Slices::range(1, 10, 1, 0).unwrap_err(),
+            POSITIVE_PARTITIONS_REQUIRED
+        );
+        assert!(Slices::range(1, 10, 0, 2)
+            .unwrap_err()
+            .contains("step cannot be 0"));
+    }
+
+    #[test]
+    fn a_range_of_a_million_slices_holds_no_slice() {
+        let slices = Slices::range(0, 1_000_000, 1, 1_000_000).unwrap();
+        assert_eq!(slices.len(), 1_000_000);
+        assert_eq!(
+            slices.get(999_999).as_deref(),
+            Some(&range(999_999, 1_000_000, 1))
+        );
+        // Three numbers and the count travel, not a million slices.
+        assert!(crate::rdd::encode(&slices).unwrap().len() < 40);
+        // Listed slices are borrowed; clearing leaves none.
+        let mut listed = Slices::from(vec![Slice::Values(vec![Value::I64(1)])]);
+        assert!(matches!(listed.get(0), Some(Cow::Borrowed(_))));
+        listed.clear();
+        assert!(listed.is_empty() && listed.get(0).is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!
 //! Layer: scheduler (the Spark side: the driver's schedulers, above rdd).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -78,7 +79,7 @@ impl TaskSlices {
         for index in 0..slices.len {
             if let Some(slice) = slices.slice(index) {
                 scratch.clear();
-                rmp_serde::encode::write(&mut scratch, slice).map_err(|e| e.to_string())?;
+                rmp_serde::encode::write(&mut scratch, &*slice).map_err(|e| e.to_string())?;
             }
         }
         Ok(slices)
@@ -93,7 +94,7 @@ impl TaskSlices {
         self.len == 0
     }
 
-    fn slice(&self, index: usize) -> Option<&Slice> {
+    fn slice(&self, index: usize) -> Option<Cow<'_, Slice>> {
         if index >= self.len {
             return None;
         }
@@ -110,7 +111,7 @@ impl TaskSlices {
 
     /// Task `index`'s slice, encoded (what its TaskDescription carries).
     pub fn encoded(&self, index: usize) -> Option<Vec<u8>> {
-        self.slice(index).and_then(|s| rmp_serde::to_vec(s).ok())
+        self.slice(index).and_then(|s| rmp_serde::to_vec(&*s).ok())
     }
 }
 

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::rdd::{Lineage, OpCall, Partitioner, RddId, RddKind, RddNode, ResultFunc, Slice, TaskKind, Value};
+use crate::rdd::{
+    Lineage, OpCall, Partitioner, RddId, RddKind, RddNode, ResultFunc, Slice, Slices, TaskKind, Value,
+};
 use crate::scheduler::events::{
     JobResult, SparkListenerEvent, TaskEndReason, TaskInfo, TaskLocality, TaskMetrics,
 };
@@ -19,9 +21,11 @@ fn parallelize(id: RddId, n: u32, locations: Vec<Vec<String>>) -> RddNode {
     RddNode {
         id,
         kind: RddKind::ParallelCollection {
-            slices: (0..n)
-                .map(|i| Slice::Values(vec![Value::I64(i as i64)]))
-                .collect(),
+            slices: Slices::Listed(
+                (0..n)
+                    .map(|i| Slice::Values(vec![Value::I64(i as i64)]))
+                    .collect(),
+            ),
             locations,
         },
         num_partitions: n,
