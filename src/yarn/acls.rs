@@ -130,19 +130,45 @@ pub fn login_user() -> String {
     static OS_USER: OnceLock<String> = OnceLock::new();
     OS_USER
         .get_or_init(|| {
-            std::process::Command::new("id")
-                .arg("-un")
-                .stderr(std::process::Stdio::null())
-                .output()
+            let uid = rustix::process::geteuid().as_raw();
+            std::fs::read_to_string(PASSWD_FILE)
                 .ok()
-                .filter(|o| o.status.success())
-                .and_then(|o| String::from_utf8(o.stdout).ok())
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
+                .and_then(|passwd| passwd_user(&passwd, uid))
+                .or_else(id_un)
                 .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
                 .unwrap_or_else(|| "sparkyard".to_string())
         })
         .clone()
+}
+
+/// The local user database [`login_user`] reads first.
+const PASSWD_FILE: &str = "/etc/passwd";
+
+/// The name of user `uid` in a passwd file's text (`name:password:uid:gid:...`, the first
+/// entry with that uid, as `getpwuid` finds it in the files database).
+fn passwd_user(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?.trim();
+        let entry_uid = fields.nth(1)?.trim().parse::<u32>().ok()?;
+        (entry_uid == uid && !name.is_empty() && !name.starts_with(['#', '+', '-'])).then(|| name.to_string())
+    })
+}
+
+/// `id -un`: the user name the OS's name service gives this process (a user that is not in
+/// the passwd file: a directory service's). A process start, so only when the passwd file
+/// does not name the user: forking this process cost the submit command about 2 ms of its
+/// start, on the path to the first call to the ResourceManager.
+fn id_un() -> Option<String> {
+    std::process::Command::new("id")
+        .arg("-un")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// Each user's groups, with when they were looked up.
@@ -524,6 +550,32 @@ mod tests {
         let me = std::process::Command::new("id").arg("-un").output().unwrap();
         let me = String::from_utf8(me.stdout).unwrap();
         assert!(!groups_of(me.trim()).is_empty());
+    }
+
+    #[test]
+    fn the_login_user_is_the_one_id_names_without_running_id() {
+        // Unless HADOOP_USER_NAME is set, the process's user as `id -un` names it.
+        if std::env::var(HADOOP_USER_NAME).is_ok_and(|v| !v.trim().is_empty()) {
+            return;
+        }
+        let id = std::process::Command::new("id").arg("-un").output().unwrap();
+        assert_eq!(login_user(), String::from_utf8(id.stdout).unwrap().trim());
+        // ... found in the passwd file, so `id` need not run (it is in this machine's).
+        let passwd = std::fs::read_to_string(PASSWD_FILE).unwrap();
+        let uid = rustix::process::geteuid().as_raw();
+        assert_eq!(passwd_user(&passwd, uid).as_deref(), Some(login_user().as_str()));
+    }
+
+    #[test]
+    fn a_passwd_file_names_a_uid_by_its_first_entry() {
+        let passwd = "# comment\nroot:x:0:0:root:/root:/bin/bash\n\nbroken\nalice:x:1000:1000::/home/alice:/bin/sh\nalias:x:1000:1000::/:/bin/sh\n+nis:x:1001:1001::/:\nbob:*:1002\n";
+        assert_eq!(passwd_user(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(passwd_user(passwd, 1000).as_deref(), Some("alice"));
+        assert_eq!(passwd_user(passwd, 1002).as_deref(), Some("bob"));
+        // Not in the file (or only as a name service's +entry): `id` is asked instead.
+        assert_eq!(passwd_user(passwd, 1001), None);
+        assert_eq!(passwd_user(passwd, 4242), None);
+        assert_eq!(passwd_user("", 0), None);
     }
 
     fn manager(enabled: bool, admin: &str) -> AclsManager {

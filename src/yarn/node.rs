@@ -198,6 +198,7 @@ pub fn node_manager_root(host: &str) -> ActorPath {
 pub async fn wait_ready(cluster: &Cluster, nodes: usize, limit: std::time::Duration) -> Result<(), String> {
     let rm = cluster.endpoint::<ApplicationClientProtocol>(&rm_path());
     let deadline = tokio::time::Instant::now() + limit;
+    let mut asked = 0u32;
     loop {
         if let Ok(reports) = rm.ask(super::protocol::GetClusterNodes, limit).await {
             if reports.len() >= nodes {
@@ -210,8 +211,24 @@ pub async fn wait_ready(cluster: &Cluster, nodes: usize, limit: std::time::Durat
                 humantime::format_duration(limit)
             ));
         }
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        asked += 1;
+        match ready_pause(asked) {
+            None => tokio::task::yield_now().await,
+            Some(pause) => tokio::time::sleep(pause).await,
+        }
     }
+}
+
+/// How many times [`wait_ready`] asks again at once (after letting the other actors of its
+/// thread run) before it asks once a millisecond.
+const READY_ASKS_AT_ONCE: u32 = 64;
+
+/// What [`wait_ready`] waits before its ask number `asked + 1`: nothing but a turn of the
+/// other actors (`None`) for the first [`READY_ASKS_AT_ONCE`], then a millisecond. The
+/// NodeManagers' registrations are usually queued behind the first ask, on the same thread:
+/// a timer tick there cost every submit to the embedded cluster a millisecond or two.
+fn ready_pause(asked: u32) -> Option<std::time::Duration> {
+    (asked > READY_ASKS_AT_ONCE).then_some(std::time::Duration::from_millis(1))
 }
 
 /// The node admin on an embedded cluster (what `sparkyard rmadmin` does to a running node):
@@ -238,4 +255,25 @@ pub async fn list_nodes(
     rm.ask(super::protocol::ListNodes, limit)
         .await
         .map_err(|e| format!("the ResourceManager did not answer: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_cluster_is_asked_again_at_once_before_any_timer() {
+        // The first asks follow each other with only a turn of the other actors between
+        // them (the NodeManagers register meanwhile), not a timer tick each.
+        for asked in 1..=READY_ASKS_AT_ONCE {
+            assert_eq!(ready_pause(asked), None, "ask {asked}");
+        }
+        // A node slower than that (a NodeManager retrying its registration) is asked once a
+        // millisecond, not in a busy loop.
+        assert_eq!(
+            ready_pause(READY_ASKS_AT_ONCE + 1),
+            Some(std::time::Duration::from_millis(1))
+        );
+        assert_eq!(ready_pause(u32::MAX), Some(std::time::Duration::from_millis(1)));
+    }
 }
