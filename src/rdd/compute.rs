@@ -22,10 +22,12 @@
 //! [`CANCEL_CHECK_INTERVAL`] records, so a killed task stops within that many records of
 //! whatever it is doing; operations that sleep go through the context's clock.
 //!
-//! Two lineage shapes skip the record-at-a-time path and give the same output
+//! Three shapes skip the record-at-a-time path and give the same output
 //! ([`super::fused`]): word count's map side (text file, `split`, `pair_with_one`,
-//! map-side `add`) and an integer Map operation with a fused form reduced by `add` over a
-//! range slice (SparkPi).
+//! map-side `add`), whose buckets are written from bytes; the reduce side of a `Reduce` by
+//! `add` whose buckets hold only string keys and integer values (merged by bytes, any other
+//! bucket taking the generic path); and an integer Map operation with a fused form reduced
+//! by `add` over a range slice (SparkPi).
 //!
 //! A shuffle map task partitions its records with the dependency's partitioner on the
 //! pair's key (a record that is not a pair fails the task, naming the RDD and the record).
