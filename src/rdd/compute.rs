@@ -22,10 +22,12 @@
 //! [`CANCEL_CHECK_INTERVAL`] records, so a killed task stops within that many records of
 //! whatever it is doing; operations that sleep go through the context's clock.
 //!
-//! Two lineage shapes skip the record-at-a-time path and give the same output
+//! Three shapes skip the record-at-a-time path and give the same output
 //! ([`super::fused`]): word count's map side (text file, `split`, `pair_with_one`,
-//! map-side `add`) and an integer Map operation with a fused form reduced by `add` over a
-//! range slice (SparkPi).
+//! map-side `add`), whose buckets are written from bytes; the reduce side of a `Reduce` by
+//! `add` whose buckets hold only string keys and integer values (merged by bytes, any other
+//! bucket taking the generic path); and an integer Map operation with a fused form reduced
+//! by `add` over a range slice (SparkPi).
 //!
 //! A shuffle map task partitions its records with the dependency's partitioner on the
 //! pair's key (a record that is not a pair fails the task, naming the RDD and the record).
@@ -281,15 +283,19 @@ pub(crate) fn run_stage_task(
         }
         (TaskKind::ShuffleMap { dep }, None) => {
             let buckets = match fused::word_count_plan(&stage.lineage, dep, partition) {
-                Some(plan) => fused::word_count_map(&plan, ctx, &counters.records_read)?,
+                Some(plan) => {
+                    let (buckets, records) =
+                        fused::word_count_map_encoded(&plan, ctx, &counters.records_read)?;
+                    counts.shuffle_records_written += records;
+                    counts.shuffle_bytes_written += buckets.iter().map(|b| b.len() as u64).sum::<u64>();
+                    buckets
+                }
                 None => {
                     let records = compute(env, dep.parent, partition, &mut slice)?;
-                    partition_records(env, dep, records)?
+                    encode_buckets(dep, &partition_records(env, dep, records)?, &mut counts)?
                 }
             };
-            TaskOutput::MapOutput {
-                buckets: encode_buckets(dep, &buckets, &mut counts)?,
-            }
+            TaskOutput::MapOutput { buckets }
         }
     };
     counts.records_read = counters.records_read.get();
@@ -545,6 +551,11 @@ fn read_shuffle<'a>(
             Ok(Box::new(Source::new(records, env.ctx, Some(records_read))))
         }
         Some(Aggregator::Reduce(call)) => {
+            if fused::is_builtin_add(call) {
+                if let Some(records) = fused::merge_word_counts(&buckets, env.ctx, records_read)? {
+                    return Ok(Box::new(records.into_iter().map(|(k, v)| Ok(Value::pair(k, v)))));
+                }
+            }
             let f = ops::resolve_reduce(&call.name)?;
             let octx = OpCtx::new(&call.args, env.ctx);
             let mut map: AppendOnlyMap<Value, Value> = AppendOnlyMap::new();
@@ -1204,6 +1215,132 @@ mod tests {
         assert!(message.starts_with("cannot decode the output of map 0 of shuffle 5 for reduce partition 1"));
     }
 
+    /// The reduce side of `reduceByKey(add)` as the generic path merges it.
+    fn generic_merge(buckets: &[Vec<u8>]) -> Vec<Value> {
+        let mut map: AppendOnlyMap<Value, Value> = AppendOnlyMap::new();
+        for b in buckets {
+            for (k, v) in decode_bucket(b).unwrap() {
+                map.change_value(k, |old| match old {
+                    Some(o) => o.numeric_add(v),
+                    None => Ok::<_, String>(v),
+                })
+                .unwrap();
+            }
+        }
+        map.into_entries().map(|(k, v)| Value::pair(k, v)).collect()
+    }
+
+    /// A shuffle reduce task collecting `reduceByKey(add)` of the given map outputs.
+    fn collect_reduced(outputs: Vec<Vec<Vec<u8>>>) -> (Value, TaskCounts) {
+        let reduce_l = lineage(vec![node(
+            2,
+            RddKind::Shuffled {
+                parent: 1,
+                shuffle_id: 5,
+                partitioner: Partitioner::Hash { partitions: 1 },
+                aggregator: Some(Aggregator::Reduce(OpCall::new("add", vec![]))),
+                map_side_combine: true,
+            },
+            1,
+        )]);
+        let ctx = TestContext {
+            outputs: HashMap::from([(5, outputs)]),
+            ..Default::default()
+        };
+        match run_task(&result(reduce_l, 2, ResultFunc::Collect), 0, None, &ctx).unwrap() {
+            (TaskOutput::Value(v), c) => (v, c),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fused_reduce_gives_the_generic_merge() {
+        let counts = [
+            1i64,
+            127,
+            128,
+            255,
+            256,
+            65_535,
+            65_536,
+            1 << 32,
+            -1,
+            -32,
+            -33,
+            -129,
+            -40_000,
+            i64::from(i32::MIN) - 1,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let mut words: Vec<String> = ["", "Aa", "BB", "AaAa", "BBBB", "AaBB", "héllo", "→😀", "\u{0}"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        words.push("x".repeat(31));
+        words.push("x".repeat(32));
+        words.push("y".repeat(300));
+        words.push("z".repeat(70_000));
+        for i in 0..3000 {
+            words.push(format!("w{i}"));
+        }
+        // Four map outputs, each word in some of them, in different orders.
+        let buckets: Vec<Vec<u8>> = (0..4usize)
+            .map(|m| {
+                let records: Vec<(Value, Value)> = words
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| (i + m) % 3 != 0)
+                    .map(|(i, w)| {
+                        (
+                            Value::str(w.as_str()),
+                            Value::I64(counts[(i * 7 + m) % counts.len()]),
+                        )
+                    })
+                    .collect();
+                let mut records = records;
+                if m % 2 == 1 {
+                    records.reverse();
+                }
+                encode_bucket(&records).unwrap()
+            })
+            .collect();
+        let want = generic_merge(&buckets);
+        let outputs: Vec<Vec<Vec<u8>>> = buckets.iter().map(|b| vec![b.clone()]).collect();
+        let (got, c) = collect_reduced(outputs.clone());
+        assert_eq!(got, Value::List(want.clone()));
+        let records: u64 = buckets
+            .iter()
+            .map(|b| decode_bucket(b).unwrap().len() as u64)
+            .sum();
+        assert_eq!(c.shuffle_records_read, records);
+        assert_eq!(
+            c.shuffle_bytes_read,
+            buckets.iter().map(|b| b.len() as u64).sum::<u64>()
+        );
+        // An empty map output among them changes nothing.
+        let mut with_empty = outputs;
+        with_empty.insert(1, vec![vec![]]);
+        assert_eq!(collect_reduced(with_empty).0, Value::List(want));
+        // Values or keys of other types take the generic path, with its results.
+        let others: Vec<Vec<(Value, Value)>> = vec![
+            vec![
+                (Value::str("a"), Value::I64(1)),
+                (Value::str("b"), Value::F64(0.5)),
+            ],
+            vec![
+                (Value::str("a"), Value::F64(2.5)),
+                (Value::Bytes(vec![1, 2]), Value::I64(3)),
+            ],
+            vec![(Value::I64(7), Value::I64(1)), (Value::str("a"), Value::I64(4))],
+        ];
+        for records in others {
+            let b = vec![encode_bucket(&records).unwrap(), encode_bucket(&records).unwrap()];
+            let (got, _) = collect_reduced(b.iter().map(|x| vec![x.clone()]).collect());
+            assert_eq!(got, Value::List(generic_merge(&b)), "{records:?}");
+        }
+    }
+
     #[test]
     fn shuffle_without_combine_and_group() {
         let ctx = TestContext::default();
@@ -1486,6 +1623,80 @@ mod tests {
         assert_eq!(get("\u{fffd}\u{fffd}"), Some(Value::I64(1)));
         // Empty strings between doubled spaces and from empty lines are words.
         assert!(get("").is_some_and(|n| n.as_i64().unwrap() > 5));
+    }
+
+    /// Lines, words, a CRLF, a lone CR, a non-ASCII character and invalid UTF-8 across the
+    /// edges of the fused reader's blocks: the fused map gives the generic path's buckets.
+    #[test]
+    fn fused_word_count_across_block_edges() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = TestContext::default();
+        let block = fused::BLOCK;
+        let edge_pieces: [&[u8]; 6] = [
+            b"straddling words  here\r\nnext",
+            b"lone\rcr then words",
+            "h\u{e9}llo w\u{f6}rld \u{2192}\u{1f600}".as_bytes(),
+            b"bad \xff\xfe utf8 \xc3",
+            b"   \n \n\n",
+            b"abcdefghijklmnopqrstuvwxyz0123456789 abcdefghijklmnopqrstuvwxyz0123456789",
+        ];
+        for (v, piece) in edge_pieces.iter().enumerate() {
+            for before in [0usize, 1, 5, 9, 17] {
+                let mut t: Vec<u8> = Vec::new();
+                let mut i = 0u32;
+                // Fill up to just before the first block's end, then the piece across it.
+                while t.len() + 90 < block - before {
+                    t.extend_from_slice(format!("w{} x{} w{}\n", i % 97, i % 7, i).as_bytes());
+                    i += 1;
+                }
+                t.resize(block - before, b'f');
+                t.extend_from_slice(piece);
+                while t.len() < block + 3000 {
+                    t.extend_from_slice(
+                        format!("z{} {}\n", i % 89, "q".repeat((i % 40) as usize)).as_bytes(),
+                    );
+                    i += 1;
+                }
+                let path = dir.path().join(format!("edge-{v}-{before}.txt"));
+                std::fs::write(&path, &t).unwrap();
+                let path = path.to_string_lossy().into_owned();
+                let len = t.len() as u64;
+                // The whole file; and two splits cut inside the piece, the first one's last
+                // line read across the block's end.
+                let cut = (block - before + 3) as u64;
+                let plans = [
+                    vec![FileSplit {
+                        start: 0,
+                        length: len,
+                    }],
+                    vec![
+                        FileSplit {
+                            start: 0,
+                            length: cut,
+                        },
+                        FileSplit {
+                            start: cut,
+                            length: len - cut,
+                        },
+                    ],
+                ];
+                for splits in plans {
+                    let n = splits.len() as u32;
+                    let st = word_count_stage(&path, splits, None, 3);
+                    let TaskKind::ShuffleMap { dep } = &st.kind else {
+                        unreachable!()
+                    };
+                    for p in 0..n {
+                        let plan = fused::word_count_plan(&st.lineage, dep, p).expect("the fused shape");
+                        let read = Cell::new(0);
+                        let fast = fused::word_count_map(&plan, &ctx, &read).unwrap();
+                        let (slow, slow_read) = generic_map(&st, p, &ctx);
+                        assert_eq!(fast, slow, "piece {v}, {before} bytes before the edge, split {p}");
+                        assert_eq!(read.get(), slow_read);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
