@@ -17,15 +17,17 @@
 //! Waking a sleeping thread is a system call that costs the waker microseconds, and the
 //! waker is the thread handing out tasks (the driver's, in the embedded cluster), the one
 //! every task waits on. So a job that arrives while a worker is running one is not given a
-//! thread at once: a returning worker takes it (tiny tasks come back in microseconds and
-//! one thread runs them back to back), and a watcher thread that looks every
+//! thread at once when jobs have lately been short (under [`SHORT_JOB`] on average): a
+//! returning worker takes it (tiny tasks come back in microseconds and one thread runs
+//! them back to back; jobs that take longer are given a thread at once, so they run side by
+//! side), and a watcher thread that looks every
 //! [`WATCH_TICK`] wakes a worker for each job that waited a whole tick (a long task does
 //! not hold up the next one by more than about two ticks). With nothing running, a job
 //! wakes a worker at once.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,11 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// sleeps. Tasks arrive back to back while a job runs, so a short look saves the wake-up
 /// system call the thread launching the next task would otherwise make.
 const LINGER: Duration = Duration::from_micros(200);
+
+/// Jobs shorter than this on average are run back to back by the workers that are running
+/// one, rather than waking another: waking costs the thread that hands the job out a few
+/// microseconds, more than such a job waits for a worker to come back.
+const SHORT_JOB: Duration = Duration::from_micros(50);
 
 /// How often the watcher looks for jobs left waiting while every worker was busy.
 const WATCH_TICK: Duration = Duration::from_micros(500);
@@ -198,6 +205,9 @@ struct Workers {
     running: AtomicUsize,
     /// Where the watcher sleeps while no job waits.
     watch: Condvar,
+    /// The recent jobs' average run time in nanoseconds (a moving average, 1/8 weight to
+    /// each new job): tells short jobs from long ones.
+    average_job_ns: AtomicU64,
 }
 
 fn workers() -> &'static Workers {
@@ -212,6 +222,7 @@ fn workers() -> &'static Workers {
         started: AtomicUsize::new(0),
         running: AtomicUsize::new(0),
         watch: Condvar::new(),
+        average_job_ns: AtomicU64::new(u64::MAX),
     })
 }
 
@@ -228,7 +239,8 @@ impl Workers {
         }
         // A worker running a job comes back for the next; the watcher wakes one if it does
         // not come back within a tick.
-        if self.running.load(Ordering::Acquire) > 0 && self.watch_started(&mut st) {
+        let short = self.average_job_ns.load(Ordering::Relaxed) < SHORT_JOB.as_nanos() as u64;
+        if short && self.running.load(Ordering::Acquire) > 0 && self.watch_started(&mut st) {
             return Ok(());
         }
         match self.wake_one(st) {
@@ -357,7 +369,7 @@ impl Workers {
                 self.queued.store(st.jobs.len(), Ordering::Release);
                 self.running.fetch_add(1, Ordering::AcqRel);
                 drop(st);
-                run_in(pool, job);
+                run_in(pool, job, &self.average_job_ns);
                 self.running.fetch_sub(1, Ordering::AcqRel);
                 st = lock(&self.state);
                 continue;
@@ -405,13 +417,23 @@ impl Workers {
 
 /// Runs `job` of `pool` and then the pool's next queued jobs, each in its place; a job of a
 /// pool shut down meanwhile is dropped unrun.
-fn run_in(pool: Arc<Pool>, job: Job) {
+fn run_in(pool: Arc<Pool>, job: Job, average_ns: &AtomicU64) {
     let mut next = Some(job);
     while let Some(job) = next.take() {
         if pool.is_shut_down() {
             drop(job);
         } else {
+            let start = Instant::now();
             let _ = catch_unwind(AssertUnwindSafe(job));
+            let took = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+            // Racy by design: a lost update only slows the average down.
+            let old = average_ns.load(Ordering::Relaxed);
+            let new = if old == u64::MAX {
+                took
+            } else {
+                old - old / 8 + took / 8
+            };
+            average_ns.store(new, Ordering::Relaxed);
         }
         next = pool.finished();
     }

@@ -24,8 +24,8 @@
 //! system call per record.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -995,7 +995,10 @@ mod tests {
             let expected: Vec<String> = (0..3000)
                 .map(|i| format!("{t} {i:05} {}", "x".repeat(60)))
                 .collect();
-            assert!(mine.iter().map(|l| l.as_str()).eq(expected.iter().map(String::as_str)));
+            assert!(mine
+                .iter()
+                .map(|l| l.as_str())
+                .eq(expected.iter().map(String::as_str)));
         }
     }
 

@@ -2404,7 +2404,6 @@ impl TaskSetManager {
     }
 }
 
-
 /// `task 3.0 in stage 1.0 (TID 42)`.
 #[derive(Clone, Copy)]
 struct TaskName {
