@@ -320,6 +320,14 @@ fn file_key(kind: char, node: &str, app: &str, container: &str) -> String {
     format!("{kind}\0{node}\0{app}\0{container}")
 }
 
+/// The records file of routed ids (see [`route_ids`]; empty means none).
+fn record_file(dir: &Path, node: &str, app: &str, container: &str) -> PathBuf {
+    fn given(s: &str) -> Option<&str> {
+        (!s.is_empty()).then_some(s)
+    }
+    LogSink::file_for(dir, given(node), given(app), given(container))
+}
+
 /// The owner of a container's files (see [`LogFile::owner`]).
 fn owner(app: &str, container: &str) -> String {
     if app.is_empty() || container.is_empty() {
@@ -519,15 +527,7 @@ impl LogSink {
                         file_key('r', "", app, container)
                     };
                     let f = self.lookup(key, || {
-                        (
-                            Self::file_for(
-                                dir,
-                                Some(node).filter(|n| !n.is_empty()),
-                                Some(app).filter(|a| !a.is_empty()),
-                                Some(container).filter(|c| !c.is_empty()),
-                            ),
-                            owner(app, container),
-                        )
+                        (record_file(dir, node, app, container), owner(app, container))
                     });
                     *route = Some(FileRoute(f.clone()));
                     f
@@ -548,12 +548,7 @@ impl LogSink {
         // others' records took its place each time. This record gets a file of its own,
         // opened, written and closed at once, as a record of an ended container does.
         let once = Arc::new(LogFile::new(
-            Self::file_for(
-                dir,
-                Some(node).filter(|n| !n.is_empty()),
-                Some(app).filter(|a| !a.is_empty()),
-                Some(container).filter(|c| !c.is_empty()),
-            ),
+            record_file(dir, node, app, container),
             owner(app, container),
             0,
             true,
@@ -687,7 +682,7 @@ impl LogSink {
         if at_once {
             self.flush_file(file, &mut state);
             if file.once.load(Ordering::Relaxed) {
-                discard(std::mem::replace(&mut *state, FileState::Closed));
+                *state = FileState::Closed;
             }
             // Whatever failed was counted as dropped: this record was taken.
             return Written::Ok;
@@ -783,12 +778,10 @@ impl LogSink {
             let waiting: usize = open.full.iter().map(|(b, _)| b.len()).sum();
             self.pending.fetch_sub(waiting, Ordering::Relaxed);
         }
-        discard(std::mem::replace(
-            state,
-            FileState::Failed {
-                retry_at: Instant::now() + RETRY_OPEN,
-            },
-        ));
+        // Dropping the open file writes nothing: what it held is written out or counted.
+        *state = FileState::Failed {
+            retry_at: Instant::now() + RETRY_OPEN,
+        };
         self.drops
             .count(lost, format!("cannot write log file {}: {e}", path.display()));
     }
@@ -797,7 +790,7 @@ impl LogSink {
     fn close_file(&self, file: &LogFile) {
         let mut state = lock(&file.state);
         self.flush_file(file, &mut state);
-        discard(std::mem::replace(&mut *state, FileState::Closed));
+        *state = FileState::Closed;
     }
 
     /// Closes the files of a container that ended (its records and its output). A record
@@ -859,12 +852,6 @@ impl LogSink {
             })
             .unwrap_or_default()
     }
-}
-
-/// Closes a file without writing what it still holds (already written out, or already
-/// counted as lost).
-fn discard(state: FileState) {
-    drop(state);
 }
 
 /// Opens a log file for appending: its directories 0750 and the file 0640, as YARN's
