@@ -44,14 +44,31 @@ fn sample(i: u64) -> i64 {
 
 /// The points of `count` numbers `first, first + step, ...` that fall in the circle: the
 /// sampling operation and `add` over a block of the slice at once.
+///
+/// Four points a turn, in scalar registers: four independent chains of multiplies keep the
+/// multiplier busy. Left to itself the compiler vectorises the loop with SSE2, which has no
+/// 64-bit multiply and emulates each one with three 32-bit ones: measured here, 4.2 ns a
+/// point against 3.05 ns for this form. `black_box` on the turn's first number is what keeps
+/// it scalar; the points and the count are the same.
 fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
-    let mut hits = 0i64;
+    let mut hits = [0i64; 4];
     let mut i = first;
-    for _ in 0..count {
-        hits += sample(i as u64);
+    let mut left = count;
+    while left >= 4 {
+        let base = std::hint::black_box(i);
+        hits[0] += sample(base as u64);
+        hits[1] += sample(base.wrapping_add(step) as u64);
+        hits[2] += sample(base.wrapping_add(step.wrapping_mul(2)) as u64);
+        hits[3] += sample(base.wrapping_add(step.wrapping_mul(3)) as u64);
+        i = i.wrapping_add(step.wrapping_mul(4));
+        left -= 4;
+    }
+    let mut total: i64 = hits.iter().sum();
+    for _ in 0..left {
+        total += sample(i as u64);
         i = i.wrapping_add(step);
     }
-    hits
+    total
 }
 
 /// Registers the application's operations.
@@ -96,4 +113,32 @@ pub fn main(env: &AppEnv) -> Result<(), AppError> {
     ));
     sc.stop();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fused count, four points a turn, is the count of the points one at a time, for
+    /// every remainder of four, any step, and numbers that wrap.
+    #[test]
+    fn the_fused_count_is_the_count_of_the_points_one_by_one() {
+        for &(first, step) in &[(1i64, 1i64), (-20, 3), (1_000_000, -7), (i64::MAX - 5, 1)] {
+            for count in 0..13u64 {
+                let one_by_one: i64 = (0..count)
+                    .map(|k| sample(first.wrapping_add(step.wrapping_mul(k as i64)) as u64))
+                    .sum();
+                assert_eq!(
+                    sample_sum(first, count, step),
+                    one_by_one,
+                    "{first} {step} {count}"
+                );
+            }
+        }
+        let hits = sample_sum(1, 100_000, 1);
+        assert!(
+            (4.0 * hits as f64 / 100_000.0 - std::f64::consts::PI).abs() < 0.05,
+            "{hits}"
+        );
+    }
 }
