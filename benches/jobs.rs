@@ -14,8 +14,9 @@
 //! (`SPARKYARD_BENCH_LOG=warn` for the cost without per-task records,
 //! `SPARKYARD_BENCH_NOFILES=1` for records formatted but not written). Each figure is the
 //! median of `RUNS` jobs after a warm-up job. `cargo bench --bench jobs -- <part>` runs one
-//! part: `mapcount`, `throughput` or `flatness`; `profile <n>` runs jobs of n tasks on 2 × 4
-//! cores alone (with `SPARKYARD_BENCH_RUNS=1`, one warm-up and one timed job, for a profiler).
+//! part: `mapcount`, `throughput` or `flatness`; `profile <n> [executors] [cores]` runs jobs
+//! of n tasks on 2 × 4 cores (or the executors and cores given) alone (with
+//! `SPARKYARD_BENCH_RUNS=1`, one warm-up and one timed job, for a profiler).
 //! `SPARKYARD_BENCH_SPARK=1` adds the peer's figures, Apache Spark running the same jobs
 //! (`scripts/peer/`).
 
@@ -235,14 +236,20 @@ fn main() {
         );
         println!();
     }
-    // `profile <n>`: one cluster of 2 executors x 4 cores running jobs of n tasks, for a
-    // profiler.
+    // `profile <n> [executors] [cores]`: one cluster (2 executors x 4 cores unless told)
+    // running jobs of n tasks, for a profiler.
     if filter == "profile" {
-        let n = std::env::args()
-            .nth(2)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(10_000);
-        report("2 executors x 4 cores", throughput(2, 4, &[n]));
+        let arg = |i: usize, default: u32| {
+            std::env::args()
+                .nth(i)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(default)
+        };
+        let (n, executors, cores) = (arg(2, 10_000), arg(3, 2), arg(4, 4));
+        report(
+            &format!("{executors} executors x {cores} cores"),
+            throughput(executors, cores, &[n]),
+        );
     }
     if filter.is_empty() || filter == "flatness" {
         let mut per_task = Vec::new();

@@ -104,11 +104,19 @@ impl DriverState {
     /// over `cpus_per_task`), busy or not.
     pub fn max_num_concurrent_tasks(&self, cpus_per_task: u32) -> u32 {
         let cpt = cpus_per_task.max(1);
+        self.active().map(|(_, d)| d.total_cores / cpt).sum()
+    }
+
+    /// The active executors, in id order. When none is being killed, lost or decommissioned
+    /// (nearly always) that is every registered one, found without a lookup per executor:
+    /// the view is rebuilt at each registration, and 1,000 executors made that quadratic.
+    pub fn active(&self) -> impl Iterator<Item = (&String, &ExecutorData)> {
+        let all = self.pending_to_remove.is_empty()
+            && self.pending_loss_reason.is_empty()
+            && self.pending_decommission.is_empty();
         self.executors
             .iter()
-            .filter(|(id, _)| self.is_executor_active(id))
-            .map(|(_, d)| d.total_cores / cpt)
-            .sum()
+            .filter(move |(id, _)| all || self.is_executor_active(id))
     }
 
     /// Spark's `isExecutorActive`: registered, and neither being killed, nor lost with its
@@ -134,15 +142,16 @@ pub struct ActiveExecutors {
 impl ActiveExecutors {
     /// What `state` says, with `cpus_per_task` cores per task.
     pub fn of(state: &DriverState, cpus_per_task: u32) -> Self {
-        ActiveExecutors {
-            ids: state
-                .executors
-                .keys()
-                .filter(|id| state.is_executor_active(id))
-                .cloned()
-                .collect(),
-            task_slots: state.max_num_concurrent_tasks(cpus_per_task),
-        }
+        let cpt = cpus_per_task.max(1);
+        let mut task_slots = 0;
+        let ids = state
+            .active()
+            .map(|(id, d)| {
+                task_slots += d.total_cores / cpt;
+                id.clone()
+            })
+            .collect();
+        ActiveExecutors { ids, task_slots }
     }
 
     pub fn is_active(&self, executor_id: &str) -> bool {
@@ -452,9 +461,8 @@ impl DriverEndpoint {
                     .into_iter()
                     .collect(),
                 None => st
-                    .executors
-                    .iter()
-                    .filter(|(id, d)| active(id, d))
+                    .active()
+                    .filter(|(_, d)| d.free_cores > 0)
                     .map(|(id, d)| WorkerOffer {
                         executor_id: id.clone(),
                         host: d.host.clone(),
@@ -542,7 +550,7 @@ impl DriverEndpoint {
     /// Executors registered, not pending a loss reason and not being killed.
     fn active_executors(&self) -> usize {
         let st = self.state.lock();
-        st.executors.keys().filter(|id| st.is_executor_active(id)).count()
+        st.active().count()
     }
 
     fn yarn_scheduler(&self) -> EndpointRef<YarnSchedulerProtocol> {
@@ -1486,6 +1494,14 @@ mod tests {
         for id in ["1", "2", "3", "4", "5"] {
             st.executors.insert(id.into(), executor(4));
         }
+        let all = ActiveExecutors::of(&st, 2);
+        assert_eq!(
+            all.ids.len(),
+            5,
+            "none pending: every registered executor is active"
+        );
+        assert_eq!(all.task_slots, 10);
+        assert_eq!(st.max_num_concurrent_tasks(1), 20);
         st.pending_to_remove.insert("2".into(), true);
         st.pending_loss_reason.insert("3".into());
         st.pending_decommission
@@ -1495,6 +1511,7 @@ mod tests {
         assert_eq!(active, vec!["1", "5"]);
         assert_eq!(view.task_slots, 4, "two executors of 4 cores, 2 cores a task");
         assert!(view.is_active("5") && !view.is_active("2") && !view.is_active("9"));
+        assert_eq!(st.max_num_concurrent_tasks(1), 8);
     }
 
     #[actix_rt::test]
