@@ -9,9 +9,10 @@
 //!   The split's bytes are read in large blocks and scanned in place; lines are cut as
 //!   Hadoop's `LineReader` cuts them ([`super::text`]: `\n`, `\r\n`, a lone `\r`, the byte
 //!   order mark at offset 0, the partial first line of a split skipped, the line across the
-//!   split's end read in full; terminators found with `memchr2`), split as Java's
-//!   `String.split` does (separators found eight bytes a step), and each word is counted in
-//!   a byte-keyed table ([`WordMap`]) without allocating. Once the split is read, the
+//!   split's end read in full; terminators found with `memchr2`; an ASCII line is valid
+//!   UTF-8 without decoding it), split as Java's `String.split` does (separators found eight
+//!   bytes a step and gathered into one bit mask per 64 bytes), and each word is counted in a
+//!   byte-keyed table of 16-byte slots ([`WordMap`]) without allocating. Once the split is read, the
 //!   distinct words get their `String.hashCode` (UTF-16 code units for non-ASCII words) for
 //!   the partitioner and are placed in a replica of Spark's `PartitionedAppendOnlyMap`
 //!   ([`super::aomap`]) for `(partition, word)` keys, inserted in the order they were first
@@ -162,7 +163,8 @@ fn count_words(
             range.start += 3;
         }
         let line = lines.buf.get(range.clone()).unwrap_or(&[]);
-        if std::str::from_utf8(line).is_ok() {
+        // An ASCII line (most) is valid UTF-8 without decoding it.
+        if line.is_ascii() || std::str::from_utf8(line).is_ok() {
             map.add_line(&lines.buf, range, plan.separator)?;
         } else {
             // Hadoop's Text.toString: invalid UTF-8 becomes replacement characters.
@@ -181,57 +183,72 @@ struct WordEntry {
     len: usize,
 }
 
-/// One slot of [`WordMap`]'s counting table (32 bytes, two a cache line).
+/// One slot of [`WordMap`]'s counting table: 16 bytes, four a cache line, so that one read
+/// finds a word and counts it (the slots of a split's ~100,000 words take 2 MiB).
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     /// The word's first eight bytes, little-endian, zero past its end.
     prefix: u64,
-    count: i64,
-    /// The high 32 bits of the word's table hash; the slot is its top bits.
-    tag: u32,
-    /// The word's length (saturated at `u32::MAX`; longer words compare their bytes).
-    len: u32,
-    /// Index + 1 of the word in [`WordMap::words`], 0 for an empty slot.
-    word: u32,
-    /// Where the word's bytes start in the arena (`u32::MAX`: see [`WordMap::words`]), so a
-    /// word longer than eight bytes is compared with one look-up.
-    start: u32,
+    /// Ones counted in the slot (wrapping into [`WordMap::extra`] past `u32::MAX`).
+    count: u32,
+    /// Bits 8..32: bits 32..56 of the word's table hash; bits 0..8: the word's length + 1,
+    /// saturated at 255 (longer words compare their bytes). 0 for an empty slot.
+    meta: u32,
 }
 
-/// A word of the line being counted: its bytes' place, first eight bytes and table hash.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    start: usize,
-    len: usize,
+/// One slot of [`WordMap`]'s table of words longer than eight bytes (32 bytes): a word of up
+/// to sixteen bytes is compared without reading its bytes.
+#[derive(Clone, Copy, Debug, Default)]
+struct LongSlot {
+    /// The word's first eight bytes, little-endian.
     prefix: u64,
-    hash: u64,
+    /// Its bytes 8..16, little-endian, zero past its end.
+    second: u64,
+    /// As [`Slot::count`].
+    count: u32,
+    /// As [`Slot::meta`] (0 for an empty slot).
+    meta: u32,
+    /// Index + 1 of the word in [`WordMap::words`].
+    word: u32,
 }
 
-/// The counting table's first size (slots); it doubles past half full.
+/// The counting table's first size (slots); it doubles past three quarters full.
 const FIRST_SLOTS_BITS: u32 = 12;
+/// The long words' table's first size (slots); it doubles past three quarters full.
+const FIRST_LONG_SLOTS_BITS: u32 = 10;
 
-/// Counts per word, keyed by the word's bytes. Counting uses a table of its own (linear
-/// probing on a multiplicative hash of the bytes, a word of up to eight bytes compared as one
-/// integer, the count in the slot), not Spark's layout: Spark's table, and so the order its
-/// entries come out in, depends only on the distinct keys in the order they were first
-/// inserted, so [`WordMap::into_encoded`] inserts the distinct words in that order into a
-/// replica of `PartitionedAppendOnlyMap`'s slots (same slots from the `(partition, word)`
-/// hash, same quadratic probing, same growth past 70%, re-inserted in slot order) and reads
-/// the slot order from it. The JVM hash code is computed once per distinct word. The words'
-/// bytes live in one arena.
+/// Counts per word, keyed by the word's bytes. Counting uses tables of its own (linear
+/// probing on a multiplicative hash of the bytes, the count in the slot; a word of up to eight
+/// bytes compared as one integer and its length, in 16-byte slots; a longer word as two
+/// integers and its length, and its bytes past the sixteenth, in 32-byte slots of a second
+/// table), not Spark's layout: Spark's table, and so
+/// the order its entries come out in, depends only on the distinct keys in the order they
+/// were first inserted, so [`WordMap::into_encoded`] inserts the distinct words in that order
+/// into a replica of `PartitionedAppendOnlyMap`'s slots (same slots from the `(partition,
+/// word)` hash, same quadratic probing, same growth past 70%, re-inserted in slot order) and
+/// reads the slot order from it. The JVM hash code is computed once per distinct word. The
+/// words' bytes live in one arena.
 #[derive(Clone, Debug)]
 pub(crate) struct WordMap {
+    /// The words of up to eight bytes.
     slots: Vec<Slot>,
+    /// Index + 1 in [`WordMap::words`] of each slot's word (0 for an empty slot), read only
+    /// to compare a long word, to insert and to grow.
+    index: Vec<u32>,
     /// `slots.len() == 1 << bits`.
     bits: u32,
+    /// The words longer than eight bytes; `long.len() == 1 << long_bits`.
+    long: Vec<LongSlot>,
+    long_bits: u32,
+    /// How many words `long` holds.
+    long_words: usize,
     /// The distinct words in the order they were first seen.
     words: Vec<WordEntry>,
+    /// Per word, what its count is beyond its slot's `count` (counts added other than one by
+    /// one, and the carries of `count`); a word's count is `extra + count`, wrapping.
+    extra: Vec<i64>,
     arena: Vec<u8>,
     partitions: u32,
-    /// The words of the line being counted, looked up together once the line is split.
-    batch: Vec<Pending>,
-    /// What reading the batch's slots ahead of the look-ups gave (kept so they are read).
-    touched: u32,
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -243,6 +260,13 @@ const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 #[inline]
 fn zero_bytes(v: u64) -> u64 {
     !((((v & LOWS).wrapping_add(LOWS)) | v) | LOWS)
+}
+
+/// The `0x80` bits of `m` (one a byte, as [`zero_bytes`] gives them) gathered into the low
+/// eight bits, byte `i` to bit `i` (each product term lands on a bit of its own: no carries).
+#[inline]
+fn gather(m: u64) -> u64 {
+    ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
 }
 
 /// The eight bytes at `at` as a little-endian integer (`at + 8 <= bytes.len()`; zero otherwise).
@@ -265,43 +289,44 @@ fn prefix_of(bytes: &[u8], start: usize, len: usize) -> u64 {
             v & ((1u64 << (8 * len)) - 1)
         }
     } else {
-        let end = start + len.min(8);
+        let end = (start + len.min(8)).min(bytes.len());
         bytes
             .get(start..end)
             .unwrap_or(&[])
             .iter()
-            .enumerate()
-            .fold(0u64, |v, (i, &b)| v | u64::from(b) << (8 * i))
+            .rev()
+            .fold(0u64, |v, &b| v << 8 | u64::from(b))
     }
 }
 
-/// The counting table's hash of a word (its first eight bytes `prefix`, all its bytes `word`).
+/// The counting table's hash of the word `bytes[start..start + len]` whose first eight bytes
+/// are `prefix`.
 #[inline]
-fn table_hash(prefix: u64, word: &[u8]) -> u64 {
-    let mut h = (prefix ^ (word.len() as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)).wrapping_mul(MIX);
-    if let Some(rest) = word.get(8..).filter(|r| !r.is_empty()) {
-        for chunk in rest.chunks(8) {
-            let c = chunk
-                .iter()
-                .enumerate()
-                .fold(0u64, |v, (i, &b)| v | u64::from(b) << (8 * i));
-            h = (h.rotate_left(29) ^ c).wrapping_mul(MIX);
-        }
+fn table_hash(bytes: &[u8], start: usize, len: usize, prefix: u64) -> u64 {
+    let h = (prefix ^ (len as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)).wrapping_mul(MIX);
+    if len > 8 {
+        long_hash(h, bytes, start, len)
+    } else {
+        h
+    }
+}
+
+/// [`table_hash`] of a word longer than eight bytes: its other bytes, eight a step.
+#[inline(never)]
+fn long_hash(mut h: u64, bytes: &[u8], start: usize, len: usize) -> u64 {
+    let mut at = 8;
+    while at < len {
+        let c = prefix_of(bytes, start + at, len - at);
+        h = (h.rotate_left(29) ^ c).wrapping_mul(MIX);
+        at += 8;
     }
     h
 }
 
-/// The word `bytes[start..start + len]` as the table looks it up.
+/// A slot's `meta` for a word of `len` bytes and table hash `hash` (never 0).
 #[inline]
-fn pending(bytes: &[u8], start: usize, len: usize) -> Pending {
-    let prefix = prefix_of(bytes, start, len);
-    let word = bytes.get(start..start + len).unwrap_or(&[]);
-    Pending {
-        start,
-        len,
-        prefix,
-        hash: table_hash(prefix, word),
-    }
+fn meta_of(hash: u64, len: usize) -> u32 {
+    ((hash >> 24) as u32 & 0xFFFF_FF00) | (len.saturating_add(1)).min(255) as u32
 }
 
 /// The JVM's `String.hashCode` of a word's bytes (UTF-8 from a decoded line).
@@ -317,204 +342,338 @@ impl WordMap {
     pub(crate) fn new(partitions: u32) -> WordMap {
         WordMap {
             slots: vec![Slot::default(); 1 << FIRST_SLOTS_BITS],
+            index: vec![0; 1 << FIRST_SLOTS_BITS],
             bits: FIRST_SLOTS_BITS,
+            long: vec![LongSlot::default(); 1 << FIRST_LONG_SLOTS_BITS],
+            long_bits: FIRST_LONG_SLOTS_BITS,
+            long_words: 0,
             words: Vec::new(),
+            extra: Vec::new(),
             arena: Vec::new(),
             partitions,
-            batch: Vec::new(),
-            touched: 0,
         }
     }
 
     /// Counts the words of the line `bytes[line]` as Java's `line.split(sep)` gives them: a
     /// line without the separator (the empty line too) is one word; empty words are kept
-    /// except trailing ones. The line must be valid UTF-8 (a decoded line). Separators are
-    /// found eight bytes a step. The line's words are looked up together: their slots are
-    /// read first, all of them, so that the table's cache misses overlap.
+    /// except trailing ones. The line must be valid UTF-8 (a decoded line). The separators of
+    /// 64 bytes at a time are found eight bytes a step and gathered into one bit mask, and
+    /// each word is counted as its end is found (the empty words before it with one look-up).
     pub(crate) fn add_line(
         &mut self,
         bytes: &[u8],
         line: std::ops::Range<usize>,
         sep: u8,
     ) -> Result<(), TaskError> {
-        self.batch.clear();
-        self.split_line(bytes, line, sep);
-        let batch = std::mem::take(&mut self.batch);
-        let shift = 64 - self.bits;
-        let mut touched = 0u32;
-        for p in &batch {
-            touched ^= self.slots.get((p.hash >> shift) as usize).map_or(0, |s| s.word);
-        }
-        self.touched ^= touched;
-        let mut result = Ok(());
-        for p in &batch {
-            result = self.count(bytes, p, 1);
-            if result.is_err() {
-                break;
-            }
-        }
-        self.batch = batch;
-        result
-    }
-
-    /// Puts the words of the line `bytes[line]` into the batch, in order.
-    fn split_line(&mut self, bytes: &[u8], line: std::ops::Range<usize>, sep: u8) {
         let (lo, hi) = (line.start, line.end.min(bytes.len()));
         if lo >= hi {
-            return self.push(bytes, lo, 0);
+            return self.count(bytes, lo, 0, 1);
         }
         let pattern = ONES * u64::from(sep);
         let mut word_start = lo;
-        let mut pending_empty = 0usize;
-        let mut i = lo;
-        while i + 8 <= hi {
-            let mut m = zero_bytes(load8(bytes, i) ^ pattern);
-            while m != 0 {
-                let at = i + (m.trailing_zeros() / 8) as usize;
-                self.piece(bytes, word_start, at, &mut pending_empty);
+        let mut empties = 0i64;
+        let mut base = lo;
+        while base < hi {
+            // The separators among the next (up to) 64 bytes: bit i for byte base + i.
+            let n = (hi - base).min(64);
+            let mut mask = 0u64;
+            let mut k = 0;
+            while k + 8 <= n {
+                mask |= gather(zero_bytes(load8(bytes, base + k) ^ pattern)) << k;
+                k += 8;
+            }
+            if k < n {
+                let rest = if base + k + 8 <= bytes.len() {
+                    load8(bytes, base + k)
+                } else {
+                    prefix_of(bytes, base + k, n - k)
+                };
+                // Bytes past the line's end (or the zero padding) are not separators.
+                mask |= (gather(zero_bytes(rest ^ pattern)) & ((1u64 << (n - k)) - 1)) << k;
+            }
+            while mask != 0 {
+                let at = base + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if at == word_start {
+                    empties += 1;
+                } else {
+                    if empties > 0 {
+                        self.count(bytes, word_start, 0, empties)?;
+                        empties = 0;
+                    }
+                    self.count(bytes, word_start, at - word_start, 1)?;
+                }
                 word_start = at + 1;
-                m &= m - 1;
             }
-            i += 8;
-        }
-        for (at, &b) in bytes.get(i..hi).unwrap_or(&[]).iter().enumerate() {
-            if b == sep {
-                self.piece(bytes, word_start, i + at, &mut pending_empty);
-                word_start = i + at + 1;
-            }
+            base += n;
         }
         // What follows the last separator; trailing empty words are dropped.
         if word_start < hi {
-            self.piece(bytes, word_start, hi, &mut pending_empty);
+            if empties > 0 {
+                self.count(bytes, word_start, 0, empties)?;
+            }
+            self.count(bytes, word_start, hi - word_start, 1)?;
         }
-    }
-
-    /// One piece between separators: an empty one waits until a word follows it.
-    #[inline]
-    fn piece(&mut self, bytes: &[u8], start: usize, end: usize, pending_empty: &mut usize) {
-        if start == end {
-            *pending_empty += 1;
-            return;
-        }
-        while *pending_empty > 0 {
-            *pending_empty -= 1;
-            self.push(bytes, start, 0);
-        }
-        self.push(bytes, start, end - start)
-    }
-
-    /// Puts the word `bytes[start..start + len]` into the batch.
-    #[inline]
-    fn push(&mut self, bytes: &[u8], start: usize, len: usize) {
-        let p = pending(bytes, start, len);
-        self.batch.push(p);
+        Ok(())
     }
 
     /// Adds `n` to the count of the word `bytes[start..start + len]` (wrapping, as `add`
     /// adds longs).
     #[inline]
     fn add_count(&mut self, bytes: &[u8], start: usize, len: usize, n: i64) -> Result<(), TaskError> {
-        self.count(bytes, &pending(bytes, start, len), n)
+        self.count(bytes, start, len, n)
     }
 
-    /// Adds `n` to the count of the word `p` of `bytes`.
-    #[inline]
-    fn count(&mut self, bytes: &[u8], p: &Pending, n: i64) -> Result<(), TaskError> {
-        let &Pending {
-            start,
-            len,
-            prefix,
-            hash: h,
-        } = p;
-        let word = bytes.get(start..start + len).unwrap_or(&[]);
-        let tag = (h >> 32) as u32;
-        let short_len = u32::try_from(len).unwrap_or(u32::MAX);
+    /// Adds `n` to the count of the word `bytes[start..start + len]`.
+    #[inline(always)]
+    fn count(&mut self, bytes: &[u8], start: usize, len: usize, n: i64) -> Result<(), TaskError> {
+        if len > 8 {
+            return self.count_long(bytes, start, len, n);
+        }
+        let prefix = prefix_of(bytes, start, len);
+        let h = table_hash(bytes, start, len, prefix);
+        let meta = meta_of(h, len);
         let mask = (1usize << self.bits) - 1;
         let mut pos = (h >> (64 - self.bits)) as usize;
         loop {
             let Some(slot) = self.slots.get_mut(pos) else {
                 return Err(CapacityError(format!("word table slot {pos} out of range")).into());
             };
-            if slot.word == 0 {
-                return self.insert(pos, word, prefix, tag, n);
-            }
-            if slot.tag == tag && slot.prefix == prefix && slot.len == short_len {
-                let same = len <= 8
-                    || if slot.start != u32::MAX {
-                        let s = slot.start as usize;
-                        self.arena.get(s..s + len) == Some(word)
-                    } else {
-                        self.words
-                            .get(slot.word as usize - 1)
-                            .and_then(|e| self.arena.get(e.start..e.start + e.len))
-                            == Some(word)
-                    };
-                if same {
-                    slot.count = slot.count.wrapping_add(n);
-                    return Ok(());
+            if slot.prefix == prefix && slot.meta == meta {
+                if n == 1 {
+                    let (c, carried) = slot.count.overflowing_add(1);
+                    slot.count = c;
+                    if carried {
+                        let w = self.index.get(pos).copied();
+                        self.add_extra(w, 1 << 32);
+                    }
+                } else {
+                    let w = self.index.get(pos).copied();
+                    self.add_extra(w, n);
                 }
+                return Ok(());
+            } else if slot.meta == 0 {
+                return self.insert(pos, bytes, start, len, prefix, meta, n);
             }
             pos = (pos + 1) & mask;
         }
     }
 
-    /// Puts a new word in the empty slot `pos`, then grows the table past half full.
-    #[cold]
-    fn insert(&mut self, pos: usize, word: &[u8], prefix: u64, tag: u32, n: i64) -> Result<(), TaskError> {
-        // Spark's table refuses to grow past MAXIMUM_CAPACITY slots (70% of them full).
+    /// Adds `n` to the count of the word `bytes[start..start + len]`, longer than eight bytes.
+    #[inline(never)]
+    fn count_long(&mut self, bytes: &[u8], start: usize, len: usize, n: i64) -> Result<(), TaskError> {
+        let prefix = prefix_of(bytes, start, 8);
+        let second = prefix_of(bytes, start + 8, len - 8);
+        let h = table_hash(bytes, start, len, prefix);
+        let meta = meta_of(h, len);
+        let mask = (1usize << self.long_bits) - 1;
+        let mut pos = (h >> (64 - self.long_bits)) as usize;
+        loop {
+            let Some(slot) = self.long.get(pos) else {
+                return Err(CapacityError(format!("word table slot {pos} out of range")).into());
+            };
+            if slot.prefix == prefix
+                && slot.second == second
+                && slot.meta == meta
+                && (len <= 16 || self.same_tail(slot.word, bytes, start, len))
+            {
+                let w = Some(slot.word);
+                if n == 1 {
+                    if let Some(slot) = self.long.get_mut(pos) {
+                        let (c, carried) = slot.count.overflowing_add(1);
+                        slot.count = c;
+                        if carried {
+                            self.add_extra(w, 1 << 32);
+                        }
+                    }
+                } else {
+                    self.add_extra(w, n);
+                }
+                return Ok(());
+            }
+            if slot.meta == 0 {
+                self.check_capacity()?;
+                self.push_word(bytes, start, len, n);
+                if let Some(slot) = self.long.get_mut(pos) {
+                    *slot = LongSlot {
+                        prefix,
+                        second,
+                        count: u32::from(n == 1),
+                        meta,
+                        word: self.words.len() as u32,
+                    };
+                }
+                self.long_words += 1;
+                if self.long_words * 4 > self.long.len() * 3 {
+                    self.grow_long();
+                }
+                return Ok(());
+            }
+            pos = (pos + 1) & mask;
+        }
+    }
+
+    /// Whether the word of index + 1 `word` (as long as `len`, more than sixteen bytes, same
+    /// first sixteen bytes) has the bytes of `bytes[start + 16..start + len]` after them.
+    #[inline(never)]
+    fn same_tail(&self, word: u32, bytes: &[u8], start: usize, len: usize) -> bool {
+        let Some(e) = self.words.get((word as usize).wrapping_sub(1)) else {
+            return false;
+        };
+        if e.len != len {
+            return false;
+        }
+        let mut at = 16;
+        while at < len {
+            if prefix_of(&self.arena, e.start + at, len - at) != prefix_of(bytes, start + at, len - at) {
+                return false;
+            }
+            at += 8;
+        }
+        true
+    }
+
+    /// Adds `n` to the count of the word of index + 1 `word` beyond its slot's own count.
+    #[inline(never)]
+    fn add_extra(&mut self, word: Option<u32>, n: i64) {
+        let w = word.map_or(0, |w| w as usize);
+        if let Some(c) = self.extra.get_mut(w.wrapping_sub(1)) {
+            *c = c.wrapping_add(n);
+        }
+    }
+
+    /// Spark's table refuses to grow past MAXIMUM_CAPACITY slots (70% of them full).
+    fn check_capacity(&self) -> Result<(), TaskError> {
         let most = (0.7 * MAXIMUM_CAPACITY as f64) as usize;
         if self.words.len() >= most {
             return Err(CapacityError(format!("Can't contain more than {most} elements")).into());
         }
-        let start = self.arena.len();
-        self.arena.extend_from_slice(word);
-        self.words.push(WordEntry {
-            start,
-            len: word.len(),
-        });
-        if let Some(slot) = self.slots.get_mut(pos) {
+        Ok(())
+    }
+
+    /// Appends a new word to the words and the arena, counted `n` (one in its slot).
+    fn push_word(&mut self, bytes: &[u8], start: usize, len: usize, n: i64) {
+        let at = self.arena.len();
+        self.arena
+            .extend_from_slice(bytes.get(start..start + len).unwrap_or(&[]));
+        self.words.push(WordEntry { start: at, len });
+        self.extra.push(if n == 1 { 0 } else { n });
+    }
+
+    /// Puts a new word in the empty slot `pos`, then grows the table past three quarters full.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &mut self,
+        pos: usize,
+        bytes: &[u8],
+        start: usize,
+        len: usize,
+        prefix: u64,
+        meta: u32,
+        n: i64,
+    ) -> Result<(), TaskError> {
+        self.check_capacity()?;
+        self.push_word(bytes, start, len, n);
+        if let (Some(slot), Some(index)) = (self.slots.get_mut(pos), self.index.get_mut(pos)) {
             *slot = Slot {
                 prefix,
-                count: n,
-                tag,
-                len: u32::try_from(word.len()).unwrap_or(u32::MAX),
-                word: self.words.len() as u32,
-                start: u32::try_from(start).unwrap_or(u32::MAX),
+                count: u32::from(n == 1),
+                meta,
             };
+            *index = self.words.len() as u32;
         }
-        if self.words.len() * 2 > self.slots.len() {
+        if (self.words.len() - self.long_words) * 4 > self.slots.len() * 3 {
             self.grow();
         }
         Ok(())
     }
 
-    /// Doubles the counting table (its order does not matter).
+    /// Doubles the table of short words (its order does not matter): each word's hash is
+    /// computed again from its bytes.
     fn grow(&mut self) {
         let bits = self.bits + 1;
         let mask = (1usize << bits) - 1;
         let mut slots = vec![Slot::default(); 1 << bits];
-        for s in self.slots.iter().filter(|s| s.word != 0) {
-            let mut pos = (s.tag >> (32 - bits)) as usize;
-            while slots.get(pos).is_some_and(|t| t.word != 0) {
+        let mut index = vec![0u32; 1 << bits];
+        for (s, &w) in self.slots.iter().zip(&self.index) {
+            let Some(e) = self.words.get((w as usize).wrapping_sub(1)) else {
+                continue;
+            };
+            let prefix = prefix_of(&self.arena, e.start, e.len);
+            let h = table_hash(&self.arena, e.start, e.len, prefix);
+            let mut pos = (h >> (64 - bits)) as usize;
+            while slots.get(pos).is_some_and(|t| t.meta != 0) {
+                pos = (pos + 1) & mask;
+            }
+            if let (Some(t), Some(i)) = (slots.get_mut(pos), index.get_mut(pos)) {
+                *t = *s;
+                *i = w;
+            }
+        }
+        self.slots = slots;
+        self.index = index;
+        self.bits = bits;
+    }
+
+    /// Doubles the table of long words.
+    fn grow_long(&mut self) {
+        let bits = self.long_bits + 1;
+        let mask = (1usize << bits) - 1;
+        let mut slots = vec![LongSlot::default(); 1 << bits];
+        for s in self.long.iter().filter(|s| s.meta != 0) {
+            let Some(e) = self.words.get((s.word as usize).wrapping_sub(1)) else {
+                continue;
+            };
+            let h = table_hash(&self.arena, e.start, e.len, s.prefix);
+            let mut pos = (h >> (64 - bits)) as usize;
+            while slots.get(pos).is_some_and(|t| t.meta != 0) {
                 pos = (pos + 1) & mask;
             }
             if let Some(t) = slots.get_mut(pos) {
                 *t = *s;
             }
         }
-        self.slots = slots;
-        self.bits = bits;
+        self.long = slots;
+        self.long_bits = bits;
     }
 
     /// The words' counts, in the order the words were first seen.
     fn counts(&self) -> Vec<i64> {
-        let mut counts = vec![0i64; self.words.len()];
-        for s in self.slots.iter().filter(|s| s.word != 0) {
-            if let Some(c) = counts.get_mut(s.word as usize - 1) {
-                *c = s.count;
+        let mut counts = self.extra.clone();
+        let short = self.slots.iter().zip(self.index.iter().copied());
+        let long = self.long.iter().map(|s| (s.count, s.word));
+        for (count, w) in short.map(|(s, w)| (s.count, w)).chain(long) {
+            if let Some(c) = counts.get_mut((w as usize).wrapping_sub(1)) {
+                *c = c.wrapping_add(i64::from(count));
             }
         }
         counts
+    }
+
+    /// Sets the count of each word, given its bytes and its rank in slot order (short words'
+    /// table first; tests).
+    #[cfg(test)]
+    fn set_counts(&mut self, mut count: impl FnMut(&[u8], usize) -> Option<i64>) {
+        let short = self.slots.iter_mut().zip(self.index.iter().copied());
+        let long = self.long.iter_mut().map(|s| {
+            let w = s.word;
+            (&mut s.count, w)
+        });
+        let mut rank = 0;
+        for (slot_count, w) in short.map(|(s, w)| (&mut s.count, w)).chain(long) {
+            let Some(e) = self.words.get((w as usize).wrapping_sub(1)) else {
+                continue;
+            };
+            if let Some(c) = count(self.arena.get(e.start..e.start + e.len).unwrap_or(&[]), rank) {
+                *slot_count = 0;
+                if let Some(x) = self.extra.get_mut(w as usize - 1) {
+                    *x = c;
+                }
+            }
+            rank += 1;
+        }
     }
 
     fn bytes_of(&self, e: &WordEntry) -> &[u8] {
@@ -538,8 +697,23 @@ impl WordMap {
             keys.push((hash, partition));
             slot_hashes.push(murmur3_hash_int(tuple2_hash_of(partition as i32, hash)) as u32);
         }
-        let mut order = spark_slot_order(&slot_hashes);
-        order.sort_by_key(|&i| keys.get(i).map(|&(hash, partition)| (partition, hash)));
+        let slot_order = spark_slot_order(&slot_hashes);
+        // By partition, then hash code (signed), ties in slot order: one packed key and the
+        // rank in slot order per word, sorted as integers.
+        let mut sorted: Vec<(u64, u32)> = slot_order
+            .iter()
+            .enumerate()
+            .filter_map(|(rank, &i)| {
+                let &(hash, partition) = keys.get(i)?;
+                let key = u64::from(partition) << 32 | u64::from(hash as u32 ^ 0x8000_0000);
+                Some((key, rank as u32))
+            })
+            .collect();
+        sorted.sort_unstable();
+        let order = sorted
+            .into_iter()
+            .filter_map(|(_, rank)| slot_order.get(rank as usize).copied())
+            .collect();
         (order, keys.into_iter().map(|(_, p)| p).collect())
     }
 
@@ -1028,11 +1202,7 @@ mod tests {
     fn counts_wrap_as_add_does() {
         let mut m = WordMap::new(3);
         m.add_line(b"big big small", 0..13, b' ').unwrap();
-        for s in &mut m.slots {
-            if s.word != 0 && s.len == 3 {
-                s.count = i64::MAX;
-            }
-        }
+        m.set_counts(|w, _| (w.len() == 3).then_some(i64::MAX));
         m.add_line(b"big", 0..3, b' ').unwrap();
         let buckets = m.into_buckets();
         let big = buckets
@@ -1205,9 +1375,7 @@ mod tests {
                 };
                 m.add_line(w.as_bytes(), 0..w.len(), b' ').unwrap();
             }
-            for (i, s) in m.slots.iter_mut().filter(|s| s.word != 0).enumerate() {
-                s.count = counts[i % counts.len()];
-            }
+            m.set_counts(|_, i| Some(counts[i % counts.len()]));
             let want: Vec<Vec<u8>> = m
                 .clone()
                 .into_buckets()
@@ -1216,6 +1384,126 @@ mod tests {
                 .collect();
             assert_eq!(m.into_encoded(), (want, distinct as u64), "{distinct} words");
         }
+    }
+
+    #[test]
+    fn gather_puts_each_bytes_match_on_its_bit() {
+        for pattern in 0u32..256 {
+            let bytes: [u8; 8] = std::array::from_fn(|i| {
+                if pattern >> i & 1 == 1 {
+                    b' '
+                } else {
+                    b'a' + i as u8
+                }
+            });
+            let m = zero_bytes(u64::from_le_bytes(bytes) ^ (ONES * u64::from(b' ')));
+            assert_eq!(gather(m), u64::from(pattern), "{bytes:?}");
+        }
+        // Bytes next to the separator's value, and high bytes, are not matches.
+        let v = u64::from_le_bytes([0x1f, 0x21, 0xa0, 0x20, 0xff, 0x00, 0x60, 0x20]);
+        assert_eq!(gather(zero_bytes(v ^ (ONES * 0x20))), 0b1000_1000);
+    }
+
+    #[test]
+    fn word_map_lines_past_64_bytes_and_inside_a_buffer() {
+        // Lines of every length up to 200 bytes with separators at and around the 64-byte
+        // steps of the scan, single and doubled, leading and trailing; each counted where it
+        // ends the buffer and where separators and other bytes follow it in the buffer.
+        let mut lines: Vec<String> = Vec::new();
+        for len in 0..200usize {
+            for step in [1usize, 2, 3, 7, 8, 9, 63, 64, 65] {
+                let line: String = (0..len)
+                    .map(|i| match i % step {
+                        0 => ' ',
+                        _ if i % 61 == 5 => 'é',
+                        _ => char::from(b'a' + (i % 26) as u8),
+                    })
+                    .collect();
+                lines.push(line);
+            }
+        }
+        for pos in [62usize, 63, 64, 65, 126, 127, 128, 129] {
+            let mut l = "y".repeat(pos);
+            l.push(' ');
+            l.push_str("tail word");
+            lines.push(l.clone());
+            lines.push(format!("{l} "));
+            lines.push(format!("{}  ", "z".repeat(pos)));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        for partitions in [1, 5] {
+            let want = reference(&refs, ' ', partitions);
+            assert_eq!(fused(&refs, b' ', partitions), want, "lines ending the buffer");
+            let mut m = WordMap::new(partitions);
+            for line in &refs {
+                for (before, after) in [("", " a b"), ("  x ", "   "), ("q", " \n  \r ")] {
+                    let buf = format!("{before}{line}{after}");
+                    let start = before.len();
+                    m.add_line(buf.as_bytes(), start..start + line.len(), b' ')
+                        .unwrap();
+                }
+            }
+            let got = m.into_buckets();
+            let tripled: Vec<Vec<(Value, Value)>> = want
+                .iter()
+                .map(|b| {
+                    b.iter()
+                        .map(|(k, v)| (k.clone(), Value::I64(3 * v.as_i64().unwrap())))
+                        .collect()
+                })
+                .collect();
+            assert_eq!(got, tripled, "lines inside a buffer");
+        }
+    }
+
+    #[test]
+    fn slot_counts_carry_past_u32() {
+        let mut m = WordMap::new(2);
+        m.add_line(b"w w longer-than-eight", 0..21, b' ').unwrap();
+        for s in m.slots.iter_mut().filter(|s| s.meta != 0) {
+            s.count = u32::MAX - 1;
+        }
+        for s in m.long.iter_mut().filter(|s| s.meta != 0) {
+            s.count = u32::MAX - 1;
+        }
+        m.add_line(b"w w w longer-than-eight longer-than-eight", 0..41, b' ')
+            .unwrap();
+        m.add_count(b"w", 0, 1, -5).unwrap();
+        m.add_count(b"longer-than-eight", 0, 17, i64::MAX).unwrap();
+        let got: std::collections::HashMap<Value, Value> = m.into_buckets().into_iter().flatten().collect();
+        let max = i64::from(u32::MAX);
+        assert_eq!(got.get(&Value::str("w")), Some(&Value::I64(max - 1 + 3 - 5)));
+        let long = (max - 1 + 2).wrapping_add(i64::MAX);
+        assert_eq!(got.get(&Value::str("longer-than-eight")), Some(&Value::I64(long)));
+        assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn long_words_sharing_a_prefix_and_length_are_apart() {
+        // Same first eight bytes and length, different later bytes: counted apart.
+        let words = [
+            "abcdefghi",
+            "abcdefghj",
+            "abcdefghij",
+            "abcdefghik",
+            "abcdefgh",
+            "abcdefgh\u{0}",
+            "abcdefgh12345678x",
+            "abcdefgh12345678y",
+            "abcdefgh12345679x",
+            "abcdefgh12345678abcdefghX",
+            "abcdefgh12345678abcdefghY",
+            "abcdefgh12345678abcdefgh",
+            "abcdefgh12345678abcdefgh\u{0}",
+            "héllo-wörld-héllo",
+            "héllo-wörld-hëllo",
+        ];
+        let mut lines = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            lines.push(vec![*w; i + 1].join(" "));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        assert_eq!(fused(&refs, b' ', 3), reference(&refs, ' ', 3));
     }
 
     #[test]
