@@ -3,5 +3,5 @@
 sparkyard::global_allocator!();
 
 fn main() {
-    std::process::exit(sparkyard::cli::run(std::env::args_os().collect()));
+    sparkyard::cli::exit(sparkyard::cli::run(std::env::args_os().collect()));
 }

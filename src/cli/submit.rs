@@ -53,6 +53,9 @@ pub fn run(args: &[String]) -> i32 {
         print_version();
         return EXIT_OK;
     }
+    if parsed.action == SparkSubmitAction::Submit {
+        warm_up();
+    }
     if let Err(e) = super::init_logs(parsed.log_level.as_deref(), &["/submit/client"]) {
         fail(WHO, &e);
         return EXIT_BAD_INPUT;
@@ -93,6 +96,21 @@ pub fn run(args: &[String]) -> i32 {
             EXIT_BAD_INPUT
         }
     }
+}
+
+/// Starts, on a thread of its own, the process-wide start-up work this submission will need
+/// on its one runtime thread, so that it is done on the other core meanwhile (issue 17: the
+/// seed job's whole process): compiling the default `spark.redaction.regex` (the Client
+/// redacts the AM's launch context with it; a case-insensitive pattern is a few tenths of a
+/// millisecond to compile) and the processor count the actor registry's maps and the task
+/// threads are sized by (read from the cgroup files). Each is computed once per process
+/// whoever asks first; a thread that asks while the other computes it waits for it.
+fn warm_up() {
+    let _ = std::thread::Builder::new().name("warm-up".into()).spawn(|| {
+        drop(conf::Redactor::default());
+        drop(dashmap::DashMap::<u8, u8>::new());
+        crate::executor::task_pool::TaskPool::worker_threads();
+    });
 }
 
 /// Where the application runs: the embedded cluster (no master, or local-cluster[N,C,M])

@@ -397,6 +397,8 @@ impl Actor for CoarseGrainedExecutorBackend {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        // The first tasks' threads start while the executor registers (issue 17).
+        TaskPool::prestart(self.args.cores.max(1) as usize);
         let url = self.args.driver_url.clone();
         tracing::info!(driver_url = url.as_str(), "Connecting to driver: {url}");
         let Some(driver) = self.driver() else {

@@ -9,7 +9,8 @@
 //! JVM's task threads are; the embedded cluster runs many executors in one process, and
 //! shared workers keep the number of threads and the cost of waking one flat as executors
 //! grow (a thousand executors of one core need not mean a thousand sleeping threads, each
-//! woken for each task it gets). Workers start as work arrives and end after a minute idle.
+//! woken for each task it gets). Workers start as work arrives, or when an executor starts
+//! ([`TaskPool::prestart`], one per core of the machine at most), and end after a minute idle.
 //! The most recently idle worker takes the next job (its cache is warm; it may still be
 //! looking for work, and then nobody has to wake it). A panic in a job is caught and ends
 //! that job only; the thread lives on.
@@ -153,6 +154,28 @@ impl TaskPool {
         drop(dropped);
     }
 
+    /// Starts up to `cores` task threads ahead of the first task, so long as the process has
+    /// fewer than one per core of the machine; called when an executor backend starts. A
+    /// thread's start (its stack, the allocator's and the records' per-thread state) takes
+    /// 0.5–1 ms before it can run anything: started here, it overlaps the executor's
+    /// registration, and the executor's first tasks run side by side instead of the second
+    /// waiting for its thread. The threads are the shared workers: they end after a minute
+    /// idle as any other, and a thousand executors in one process start no more of them than
+    /// the machine has cores.
+    pub fn prestart(cores: usize) {
+        workers().prestart(cores);
+    }
+
+    /// The process's task threads now (started, not ended).
+    pub fn worker_threads() -> usize {
+        lock(&workers().state).threads
+    }
+
+    /// The process's task threads asleep waiting for work now.
+    pub fn idle_workers() -> usize {
+        lock(&workers().state).idle.len()
+    }
+
     /// Jobs of this pool running or handed to a worker now.
     pub fn running(&self) -> usize {
         lock(&self.pool.state).running
@@ -261,6 +284,34 @@ impl Workers {
         }
     }
 
+    /// Starts up to `cores` workers while the process has fewer than `cores_of_machine`
+    /// (see [`TaskPool::prestart`]).
+    fn prestart(&'static self, cores: usize) {
+        // One per core at most: looking_budget is one fewer than the cores.
+        let cap = self.looking_budget + 1;
+        let wanted = {
+            let mut st = lock(&self.state);
+            let wanted = (st.threads + cores).min(cap).saturating_sub(st.threads);
+            st.threads += wanted;
+            wanted
+        };
+        let mut started = 0;
+        for _ in 0..wanted {
+            let n = self.started.fetch_add(1, Ordering::Relaxed);
+            let spawned = std::thread::Builder::new()
+                .name(format!("task-worker-{n}"))
+                .spawn(move || self.work(true));
+            if spawned.is_err() {
+                lock(&self.state).threads -= wanted - started;
+                break;
+            }
+            started += 1;
+        }
+        if started > 0 {
+            tracing::debug!(started, cores, "Started task threads ahead of the first task");
+        }
+    }
+
     /// Jobs waiting that no worker is on its way to: the workers that are not running a job,
     /// not asleep (looking, or coming back from one) take one each.
     fn uncovered(&self, st: &WorkersState) -> usize {
@@ -285,7 +336,7 @@ impl Workers {
         let n = self.started.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
             .name(format!("task-worker-{n}"))
-            .spawn(move || self.work());
+            .spawn(move || self.work(false));
         if spawned.is_err() {
             let mut st = lock(&self.state);
             st.threads -= 1;
@@ -360,9 +411,12 @@ impl Workers {
     }
 
     /// A worker thread's life: run jobs, look for more for a moment, sleep, end when idle
-    /// for [`IDLE_TIMEOUT`].
-    fn work(&'static self) {
+    /// for [`IDLE_TIMEOUT`]. A worker started ahead of any task (`ahead`) has no reason to
+    /// expect one within the moment: the first time it finds nothing it sleeps at once,
+    /// leaving the cores to the executor that is registering.
+    fn work(&'static self, ahead: bool) {
         let mut st = lock(&self.state);
+        let mut look = !ahead;
         loop {
             if let Some((pool, job)) = st.jobs.pop_front() {
                 st.taken += 1;
@@ -376,7 +430,7 @@ impl Workers {
             }
             // Look for a moment before sleeping, without holding the lock, if the process
             // has a core to spare for it.
-            if st.looking < self.looking_budget {
+            if look && st.looking < self.looking_budget {
                 st.looking += 1;
                 drop(st);
                 let until = Instant::now() + LINGER;
@@ -389,6 +443,7 @@ impl Workers {
                     continue;
                 }
             }
+            look = true;
             let bell = Arc::new(Bell::default());
             st.idle.push(bell.clone());
             drop(st);
