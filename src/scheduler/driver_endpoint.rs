@@ -142,16 +142,10 @@ pub struct ActiveExecutors {
 impl ActiveExecutors {
     /// What `state` says, with `cpus_per_task` cores per task.
     pub fn of(state: &DriverState, cpus_per_task: u32) -> Self {
-        let cpt = cpus_per_task.max(1);
-        let mut task_slots = 0;
-        let ids = state
-            .active()
-            .map(|(id, d)| {
-                task_slots += d.total_cores / cpt;
-                id.clone()
-            })
-            .collect();
-        ActiveExecutors { ids, task_slots }
+        ActiveExecutors {
+            ids: state.active().map(|(id, _)| id.clone()).collect(),
+            task_slots: state.max_num_concurrent_tasks(cpus_per_task),
+        }
     }
 
     pub fn is_active(&self, executor_id: &str) -> bool {
