@@ -1526,4 +1526,35 @@ mod tests {
         bytes[5] = 0x8d;
         assert_eq!(find_eol(&bytes), None);
     }
+
+    #[test]
+    fn a_line_whose_words_grow_the_tables_gives_the_generic_counts() {
+        // One line of thousands of distinct words (1 to 20 bytes, some non-ASCII, some after
+        // double spaces) and their repeats: both tables grow several times in the middle of a
+        // line's 64-byte scan steps, and the words seen again after growing are found.
+        let mut words: Vec<String> = Vec::new();
+        for i in 0..9_000usize {
+            let len = 1 + i % 20;
+            let mut w: String = (0..len)
+                .map(|j| char::from(b'a' + ((i / (j + 1) + j * 7) % 26) as u8))
+                .collect();
+            if i % 97 == 3 {
+                w.push('ø');
+            }
+            words.push(w);
+        }
+        let mut line = String::new();
+        for (i, w) in words.iter().chain(words.iter().step_by(3)).enumerate() {
+            line.push_str(w);
+            line.push_str(if i % 13 == 0 { "  " } else { " " });
+        }
+        line.push_str("\r end ");
+        let lines = [line.as_str(), " \r ", "     ", "end"];
+        for partitions in [1, 7] {
+            assert_eq!(
+                fused(&lines, b' ', partitions),
+                reference(&lines, ' ', partitions)
+            );
+        }
+    }
 }
