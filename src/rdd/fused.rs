@@ -1532,17 +1532,20 @@ mod tests {
         // One line of thousands of distinct words (1 to 20 bytes, some non-ASCII, some after
         // double spaces) and their repeats: both tables grow several times in the middle of a
         // line's 64-byte scan steps, and the words seen again after growing are found.
-        let mut words: Vec<String> = Vec::new();
-        for i in 0..9_000usize {
-            let len = 1 + i % 20;
-            let mut w: String = (0..len)
-                .map(|j| char::from(b'a' + ((i / (j + 1) + j * 7) % 26) as u8))
-                .collect();
-            if i % 97 == 3 {
-                w.push('ø');
-            }
-            words.push(w);
-        }
+        // Word i: its four base-26 digits, then filler letters, cut to 1 to 20 bytes.
+        let words: Vec<String> = (0..20_000usize)
+            .map(|i| {
+                let digits = (0..4).map(|d| char::from(b'a' + (i / 26usize.pow(d) % 26) as u8));
+                let mut w: String = digits
+                    .chain("qwertyuiopasdfghjklz".chars())
+                    .take(1 + i % 20)
+                    .collect();
+                if i % 97 == 3 {
+                    w.push('ø');
+                }
+                w
+            })
+            .collect();
         let mut line = String::new();
         for (i, w) in words.iter().chain(words.iter().step_by(3)).enumerate() {
             line.push_str(w);
@@ -1551,10 +1554,12 @@ mod tests {
         line.push_str("\r end ");
         let lines = [line.as_str(), " \r ", "     ", "end"];
         for partitions in [1, 7] {
-            assert_eq!(
-                fused(&lines, b' ', partitions),
-                reference(&lines, ' ', partitions)
-            );
+            let mut m = WordMap::new(partitions);
+            for line in lines {
+                m.add_line(line.as_bytes(), 0..line.len(), b' ').unwrap();
+            }
+            assert!(m.bits > FIRST_SLOTS_BITS && m.long_bits > FIRST_LONG_SLOTS_BITS + 2);
+            assert_eq!(m.into_buckets(), reference(&lines, ' ', partitions));
         }
     }
 }
