@@ -133,6 +133,16 @@ fn spark_pi(env: &AppEnv) -> Result<(), AppError> {
     Ok(())
 }
 
+/// Each job's figures, in run order: `what` of its timing, its CPU and the cores it kept
+/// busy (CPU over wall: both cores busy through the job is 2.0).
+fn per_job(timings: &[Timing], what: impl Fn(&Timing) -> String) -> String {
+    timings
+        .iter()
+        .map(|t| format!("{} (CPU {:.2} s, {:.2} cores)", what(t), t.cpu, t.cpu / t.wall))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
     (v[v.len() / 2], v[0], v[v.len() - 1])
@@ -352,6 +362,10 @@ fn main() {
                 cpu * 1e9 / bytes as f64,
                 load_average()
             );
+            println!(
+                "  each job: {}",
+                per_job(&timings, |t| format!("{:.1} MB/s", mbs(t.wall)))
+            );
         }
         let m = fused_median;
         if with_spark {
@@ -375,6 +389,10 @@ fn main() {
             "SparkPi, {PI_SLICES} slices (10^8 points): sparkyard job {m:.3} s [{lo:.3}..{hi:.3}], CPU {cpu:.2} s; \
              load {}",
             load_average()
+        );
+        println!(
+            "  each job: {}",
+            per_job(&timings, |t| format!("{:.3} s", t.wall))
         );
         if with_spark {
             if let Some(times) = peer("spark_pi.py", &[PI_SLICES.to_string()]) {

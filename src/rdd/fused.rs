@@ -1526,4 +1526,40 @@ mod tests {
         bytes[5] = 0x8d;
         assert_eq!(find_eol(&bytes), None);
     }
+
+    #[test]
+    fn a_line_whose_words_grow_the_tables_gives_the_generic_counts() {
+        // One line of thousands of distinct words (1 to 20 bytes, some non-ASCII, some after
+        // double spaces) and their repeats: both tables grow several times in the middle of a
+        // line's 64-byte scan steps, and the words seen again after growing are found.
+        // Word i: its four base-26 digits, then filler letters, cut to 1 to 20 bytes.
+        let words: Vec<String> = (0..20_000usize)
+            .map(|i| {
+                let digits = (0..4).map(|d| char::from(b'a' + (i / 26usize.pow(d) % 26) as u8));
+                let mut w: String = digits
+                    .chain("qwertyuiopasdfghjklz".chars())
+                    .take(1 + i % 20)
+                    .collect();
+                if i % 97 == 3 {
+                    w.push('ø');
+                }
+                w
+            })
+            .collect();
+        let mut line = String::new();
+        for (i, w) in words.iter().chain(words.iter().step_by(3)).enumerate() {
+            line.push_str(w);
+            line.push_str(if i % 13 == 0 { "  " } else { " " });
+        }
+        line.push_str("\r end ");
+        let lines = [line.as_str(), " \r ", "     ", "end"];
+        for partitions in [1, 7] {
+            let mut m = WordMap::new(partitions);
+            for line in lines {
+                m.add_line(line.as_bytes(), 0..line.len(), b' ').unwrap();
+            }
+            assert!(m.bits > FIRST_SLOTS_BITS && m.long_bits > FIRST_LONG_SLOTS_BITS + 2);
+            assert_eq!(m.into_buckets(), reference(&lines, ' ', partitions));
+        }
+    }
 }
