@@ -176,10 +176,7 @@ impl LogFile {
 
 /// An open log file and the records not written to it yet.
 struct OpenFile {
-    /// `None` until the flusher has opened it: a sink with a flusher creates a new file (and
-    /// its directories) there, not on the thread of its first record; records wait in the
-    /// buffers meanwhile, in order.
-    file: Option<Arc<File>>,
+    file: Arc<File>,
     /// Records being appended, and how many.
     buf: Vec<u8>,
     buf_records: u64,
@@ -195,7 +192,7 @@ impl OpenFile {
 }
 
 enum FileState {
-    /// Not opened yet (the first write opens it, or asks the flusher to).
+    /// Not opened yet (opened by the first write).
     New,
     /// Open, with what is not written yet.
     Open(OpenFile),
@@ -645,7 +642,6 @@ impl LogSink {
             file.last_tick.store(tick, Ordering::Relaxed);
         }
         let mut state = lock(&file.state);
-        let mut opening = false;
         match &*state {
             FileState::Closed => return Written::Closed,
             FileState::Failed { retry_at } if Instant::now() < *retry_at => {
@@ -654,23 +650,10 @@ impl LogSink {
                 return Written::Dropped;
             }
             FileState::Open(_) => {}
-            FileState::New
-                if record && !file.once.load(Ordering::Relaxed) && self.flusher.load(Ordering::Acquire) =>
-            {
-                // The flusher creates it (directories, inode: a millisecond for a job's first
-                // records on the thread that logs them); the records wait in its buffer.
-                *state = FileState::Open(OpenFile {
-                    file: None,
-                    buf: Vec::with_capacity(FILE_BUFFER),
-                    buf_records: 0,
-                    full: VecDeque::new(),
-                });
-                opening = true;
-            }
             FileState::New | FileState::Failed { .. } => match open(&file.path) {
                 Ok(f) => {
                     *state = FileState::Open(OpenFile {
-                        file: Some(Arc::new(f)),
+                        file: Arc::new(f),
                         buf: Vec::with_capacity(FILE_BUFFER),
                         buf_records: 0,
                         full: VecDeque::new(),
@@ -715,9 +698,8 @@ impl LogSink {
             // Whatever failed was counted as dropped: this record was taken.
             return Written::Ok;
         }
-        if opening || (handed && open.full.len() == 1) {
-            // The flusher is told once per file until it has written what the file had (and
-            // once to open it).
+        if handed && open.full.len() == 1 {
+            // The flusher is told once per file until it has written what the file had.
             drop(state);
             lock(&self.ready.files).push(file.clone());
             self.ready.bell.notify_one();
@@ -734,21 +716,9 @@ impl LogSink {
             return;
         }
         let _io = lock(&file.io);
-        let out = match &open.file {
-            Some(out) => out.clone(),
-            // Not opened by the flusher yet: opened here, before its records are written.
-            None => match self::open(&file.path) {
-                Ok(f) => open.file.insert(Arc::new(f)).clone(),
-                Err(e) => {
-                    let lost = open.unwritten();
-                    self.fail_open(state, lost, &file.path, &e);
-                    return;
-                }
-            },
-        };
         let mut result = Ok(());
         while let Some((full, _)) = open.full.front() {
-            result = (&*out).write_all(full);
+            result = (&*open.file).write_all(full);
             if result.is_err() {
                 break;
             }
@@ -756,7 +726,7 @@ impl LogSink {
             open.full.pop_front();
         }
         if result.is_ok() && !open.buf.is_empty() {
-            result = (&*out).write_all(&open.buf);
+            result = (&*open.file).write_all(&open.buf);
             if result.is_ok() {
                 open.buf.clear();
                 open.buf_records = 0;
@@ -772,33 +742,15 @@ impl LogSink {
     /// while the system calls run (records keep being appended meanwhile).
     fn write_full(&self, file: &LogFile) {
         let mut state = lock(&file.state);
-        if matches!(&*state, FileState::Open(OpenFile { file: None, .. })) {
-            // Opened here, without holding the state: records keep being appended meanwhile.
-            drop(state);
-            let opened = open(&file.path);
-            state = lock(&file.state);
-            match (&mut *state, opened) {
-                (FileState::Open(o @ OpenFile { file: None, .. }), Ok(f)) => o.file = Some(Arc::new(f)),
-                (FileState::Open(o @ OpenFile { file: None, .. }), Err(e)) => {
-                    let lost = o.unwritten();
-                    self.fail_open(&mut state, lost, &file.path, &e);
-                    return;
-                }
-                // Opened, closed or given up by another thread meanwhile (this one is dropped).
-                _ => {}
-            }
-        }
         let FileState::Open(open) = &mut *state else {
             // Closed or failed meanwhile: whoever did it wrote them out or counted them.
-            return;
-        };
-        let Some(out) = open.file.clone() else {
             return;
         };
         let full: Vec<(Vec<u8>, u64)> = open.full.drain(..).collect();
         if full.is_empty() {
             return;
         }
+        let out = open.file.clone();
         let io = lock(&file.io);
         drop(state);
         let mut lost = 0;
@@ -843,20 +795,6 @@ impl LogSink {
         };
         self.drops
             .count(lost, format!("cannot write log file {}: {e}", path.display()));
-    }
-
-    /// Gives up a file that could not be opened (tried again after [`RETRY_OPEN`]) and counts
-    /// the `lost` records that waited for it.
-    fn fail_open(&self, state: &mut FileState, lost: u64, path: &Path, e: &std::io::Error) {
-        if let FileState::Open(open) = state {
-            let waiting: usize = open.full.iter().map(|(b, _)| b.len()).sum();
-            self.pending.fetch_sub(waiting, Ordering::Relaxed);
-        }
-        *state = FileState::Failed {
-            retry_at: Instant::now() + RETRY_OPEN,
-        };
-        self.drops
-            .count(lost, format!("cannot open log file {}: {e}", path.display()));
     }
 
     /// Flushes and closes a file no longer in the map.
@@ -1194,129 +1132,6 @@ mod tests {
         }
         sink.write_line(Some("n1"), None, None, b"node record", None);
         assert_eq!(sink.dropped(), 6);
-    }
-
-    /// A sink that believes a flusher runs, with none running: the test plays the flusher.
-    fn sink_with_a_flusher_to_play(dir: &Path) -> LogSink {
-        let sink = sink(dir);
-        sink.flusher.store(true, Ordering::Release);
-        sink
-    }
-
-    /// What the flusher was asked to do so far, done as the flusher does it.
-    fn play_the_flusher(sink: &LogSink) {
-        let batch = std::mem::take(&mut *lock(&sink.ready.files));
-        for file in batch {
-            sink.write_full(&file);
-        }
-    }
-
-    #[test]
-    fn a_new_file_is_opened_by_the_flusher_and_records_that_waited_for_it_keep_their_order() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let sink = sink_with_a_flusher_to_play(tmp.path());
-        let path = LogSink::file_for(tmp.path(), Some("n1"), Some("app_1"), Some("c_1"));
-        let node_path = LogSink::file_for(tmp.path(), Some("n1"), None, None);
-        record(&sink, "app_1", "c_1", "first");
-        sink.write_line(Some("n1"), None, None, b"node first", None);
-        record(&sink, "app_1", "c_1", "second");
-        assert!(
-            !path.exists() && !node_path.exists() && !tmp.path().join("apps").exists(),
-            "nothing created on the thread of the records"
-        );
-        play_the_flusher(&sink);
-        assert!(path.exists() && node_path.exists(), "the flusher created them");
-        record(&sink, "app_1", "c_1", "third");
-        sink.flush();
-        assert_eq!(lines(&path), ["first", "second", "third"]);
-        assert_eq!(lines(&node_path), ["node first"]);
-        // Enough records to fill buffers before the flusher opens the file: all of them, in
-        // order, once it does.
-        let big: Vec<String> = (0..2000).map(|i| format!("{i:05} {}", "y".repeat(40))).collect();
-        for l in &big {
-            record(&sink, "app_1", "c_2", l);
-        }
-        let c2 = LogSink::file_for(tmp.path(), Some("n1"), Some("app_1"), Some("c_2"));
-        assert!(!c2.exists());
-        play_the_flusher(&sink);
-        sink.flush();
-        assert_eq!(lines(&c2), big);
-        assert_eq!(sink.dropped(), 0);
-    }
-
-    #[test]
-    fn a_file_the_flusher_has_not_opened_yet_is_opened_by_whoever_writes_it_out() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let sink = sink_with_a_flusher_to_play(tmp.path());
-        // More containers than files may stay open, none opened by the flusher: the first
-        // ones are closed (opened and written out) to make room, and their later records
-        // open them again.
-        let containers = max_open_files() + 8;
-        for round in 0..2 {
-            for c in 0..containers {
-                record(&sink, "app_1", &format!("c_{c}"), &format!("r{round}"));
-                assert!(sink.open_files() <= max_open_files());
-            }
-        }
-        // A container's output is written out at once, its file opened by its writer.
-        sink.append_stdout("app_1", "c_0", "out\n");
-        assert_eq!(
-            std::fs::read_to_string(super::super::output::stdout_file(tmp.path(), "app_1", "c_0")).unwrap(),
-            "out\n"
-        );
-        // The sink's end writes out what waits, opening what is not open.
-        drop(sink);
-        for c in 0..containers {
-            let path = LogSink::file_for(tmp.path(), None, Some("app_1"), Some(&format!("c_{c}")));
-            assert_eq!(lines(&path), ["r0", "r1"], "container c_{c}");
-        }
-    }
-
-    #[test]
-    fn records_waiting_for_a_file_the_flusher_cannot_open_are_counted() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let not_a_dir = tmp.path().join("plain");
-        std::fs::write(&not_a_dir, "x").expect("write");
-        let sink = sink_with_a_flusher_to_play(&not_a_dir);
-        for i in 0..5 {
-            record(&sink, "app_1", "c_1", &format!("r{i}"));
-        }
-        assert_eq!(sink.dropped(), 0, "waiting, not dropped yet");
-        play_the_flusher(&sink);
-        assert_eq!(sink.dropped(), 5);
-        // Tried again after a pause only: meanwhile records are counted at once.
-        record(&sink, "app_1", "c_1", "r5");
-        assert_eq!(sink.dropped(), 6);
-        sink.write_line(Some("n1"), None, None, b"node record", None);
-        sink.flush();
-        assert_eq!(sink.dropped(), 7);
-    }
-
-    #[test]
-    fn with_a_running_flusher_every_record_reaches_a_file_it_opened_in_order() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let sink = Arc::new(sink(tmp.path()));
-        LogSink::start_flusher(&sink);
-        let path = LogSink::file_for(tmp.path(), Some("n1"), Some("app"), Some("c1"));
-        let expected: Vec<String> = (0..500).map(|i| format!("{i:04}")).collect();
-        for l in &expected[..250] {
-            record(&sink, "app", "c1", l);
-        }
-        // The flusher opens the file soon after its first record (without a flush).
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !path.exists() && Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-        assert!(path.exists(), "the flusher opened the file");
-        for l in &expected[250..] {
-            record(&sink, "app", "c1", l);
-        }
-        drop(sink);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while lines(&path).len() < 500 && Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-        assert_eq!(lines(&path), expected);
     }
 
     #[test]
