@@ -28,6 +28,11 @@ pub struct LogCtx {
     pub attempt: Option<u32>,
     pub container_id: Option<Arc<str>>,
     pub executor_id: Option<Arc<str>>,
+    /// What the log writer derived from the fields above (their rendering, the cluster's
+    /// sink and file), made at the context's first record and shared by every thread that
+    /// writes in it. Set the fields before the context's first record: a clone starts
+    /// without it.
+    pub(crate) memo: super::writer::CtxMemo,
 }
 
 /// Ids an actor's subtree adds to its parent's context (a container sets `container_id`, an
@@ -104,6 +109,7 @@ impl LogCtx {
             attempt: ids.attempt.or(self.attempt),
             container_id: ids.container_id.clone().or_else(|| self.container_id.clone()),
             executor_id: ids.executor_id.clone().or_else(|| self.executor_id.clone()),
+            memo: Default::default(),
         }
     }
 

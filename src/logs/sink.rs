@@ -296,6 +296,17 @@ thread_local! {
 #[derive(Clone)]
 pub struct FileRoute(Arc<LogFile>);
 
+impl FileRoute {
+    /// Whether `a` and `b` are the same file (or both none).
+    pub fn same(a: &Option<FileRoute>, b: &Option<FileRoute>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => Arc::ptr_eq(&a.0, &b.0),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
 /// A record's node, app and container as the file map keys them: a record without both an
 /// app and a container goes to its node's file.
 fn route_ids<'a>(

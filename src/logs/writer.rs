@@ -520,19 +520,94 @@ fn routing_id<'a>(fields: &'a Fields, ctx: Option<&'a LogCtx>, key: &str) -> Opt
     }
 }
 
-/// What a thread remembers of the log context it wrote its last record in: the context's
-/// keys rendered, its cluster's sink and the file its records go to. A thread logs for one
-/// actor at a time, so a record usually finds everything here and looks nothing up.
+/// What a log context's records share, made at its first record (see [`LogCtx::memo`]):
+/// the context's keys rendered, and its cluster's sink and file. An executor's context is
+/// written in by the runtime's thread and by a task thread, which move between a thousand
+/// executors' contexts: kept with the context, none of it is made again when a thread comes
+/// back to one.
+#[derive(Default)]
+pub(crate) struct CtxMemo {
+    rendered: std::sync::OnceLock<Rendered>,
+    link: std::sync::Mutex<Option<Link>>,
+}
+
+/// A context's cluster sink and file, as of a generation of the routes.
+#[derive(Clone)]
+struct Link {
+    /// The routes' generation when `sink` was looked up ([`sink::generation`]).
+    generation: u64,
+    /// Weak: a context must not keep a cluster's sink alive (dropping it flushes).
+    sink: Option<std::sync::Weak<sink::LogSink>>,
+    /// The file of the context's node, app and container in `sink` (checked at each write:
+    /// the sink may have closed it since).
+    route: Option<sink::FileRoute>,
+}
+
+/// A clone is a new context (its fields may be changed before its first record): it makes
+/// its own.
+impl Clone for CtxMemo {
+    fn clone(&self) -> CtxMemo {
+        CtxMemo::default()
+    }
+}
+
+/// Derived from the fields: contexts are equal when their fields are.
+impl PartialEq for CtxMemo {
+    fn eq(&self, _: &CtxMemo) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for CtxMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CtxMemo")
+    }
+}
+
+impl CtxMemo {
+    /// `ctx`'s keys rendered (`ctx` is the context this memo is part of).
+    fn rendered(&self, ctx: &LogCtx) -> &Rendered {
+        self.rendered.get_or_init(|| Rendered::of(ctx))
+    }
+
+    /// `ctx`'s sink and file, looked up again if the routes changed since.
+    fn link(&self, ctx: &LogCtx) -> Link {
+        let generation = sink::generation();
+        let mut link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+        match &*link {
+            Some(l) if l.generation == generation => l.clone(),
+            _ => {
+                let fresh = Link {
+                    generation,
+                    sink: ctx
+                        .cluster
+                        .as_deref()
+                        .and_then(sink::sink_for)
+                        .map(|s| Arc::downgrade(&s)),
+                    route: None,
+                };
+                *link = Some(fresh.clone());
+                fresh
+            }
+        }
+    }
+
+    /// Remembers the file a record of the context went to, if the routes did not change.
+    fn set_route(&self, generation: u64, route: &Option<sink::FileRoute>) {
+        let mut link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = link.as_mut().filter(|l| l.generation == generation) {
+            l.route = route.clone();
+        }
+    }
+}
+
+/// What a thread remembers of the log context it wrote its last record in: the context and
+/// its sink and file, so a thread's records in one context touch nothing shared but their
+/// file. Coming back to a context it left, a thread takes them from the context's memo.
 struct CtxCache {
     /// The context (its pointer is the key; holding it keeps the pointer from being reused).
     ctx: Arc<LogCtx>,
-    /// The routes' generation when `sink` was looked up ([`sink::generation`]).
-    generation: u64,
-    /// Weak: a thread's memory must not keep a cluster's sink alive (dropping it flushes).
-    sink: Option<std::sync::Weak<sink::LogSink>>,
-    rendered: Rendered,
-    /// The file of the context's node, app and container in `sink`.
-    route: Option<sink::FileRoute>,
+    link: Link,
 }
 
 thread_local! {
@@ -543,22 +618,14 @@ thread_local! {
 
 impl CtxCache {
     fn new(ctx: &Arc<LogCtx>) -> CtxCache {
-        let generation = sink::generation();
         CtxCache {
             ctx: ctx.clone(),
-            generation,
-            sink: ctx
-                .cluster
-                .as_deref()
-                .and_then(sink::sink_for)
-                .map(|s| Arc::downgrade(&s)),
-            rendered: Rendered::of(ctx),
-            route: None,
+            link: ctx.memo.link(ctx),
         }
     }
 
     fn fits(&self, ctx: &Arc<LogCtx>) -> bool {
-        Arc::ptr_eq(&self.ctx, ctx) && self.generation == sink::generation()
+        Arc::ptr_eq(&self.ctx, ctx) && self.link.generation == sink::generation()
     }
 }
 
@@ -592,8 +659,13 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
                     let Some(cache) = cache.as_mut() else {
                         return false;
                     };
-                    let sink = cache.sink.as_ref().and_then(std::sync::Weak::upgrade);
+                    let sink = cache.link.sink.as_ref().and_then(std::sync::Weak::upgrade);
+                    let before = cache.link.route.clone();
                     self.emit(event, fields_take(&mut fields), Some(c), sink, Some(cache));
+                    if !sink::FileRoute::same(&before, &cache.link.route) {
+                        // Found (or found again): the context's other writers take it too.
+                        c.memo.set_route(cache.link.generation, &cache.link.route);
+                    }
                     true
                 });
                 if written != Ok(true) {
@@ -663,7 +735,7 @@ impl JsonLayer {
             level,
             &fields,
             ctx_ref,
-            cache.as_ref().map(|c| &c.rendered),
+            cache.as_ref().map(|c| c.ctx.memo.rendered(&c.ctx)),
         );
         // The JSON value is built only where it is needed: captured for tests, or shown as
         // a readable line on the console.
@@ -676,9 +748,14 @@ impl JsonLayer {
                 routing_id(&fields, ctx_ref, "container_id"),
             );
             match cache {
-                Some(cache) if !routes_itself(&fields) => {
-                    s.write_line_routed(&mut cache.route, node, app, container, &line, record.as_ref())
-                }
+                Some(cache) if !routes_itself(&fields) => s.write_line_routed(
+                    &mut cache.link.route,
+                    node,
+                    app,
+                    container,
+                    &line,
+                    record.as_ref(),
+                ),
                 _ => s.write_line(node, app, container, &line, record.as_ref()),
             }
         }
@@ -885,6 +962,7 @@ mod tests {
             attempt: Some(1),
             container_id: Some(Arc::from("container_1_0001_01_000002")),
             executor_id: Some(Arc::from("1")),
+            ..LogCtx::default()
         };
         let pre = Rendered::of(&ctx);
         let cases = [
@@ -915,6 +993,101 @@ mod tests {
                 String::from_utf8(with).unwrap()
             );
         }
+    }
+
+    fn executor_ctx(cluster: &str, executor: &str) -> LogCtx {
+        LogCtx {
+            cluster: Some(Arc::from(cluster)),
+            node: Some(Arc::from("host1")),
+            actor: Some(Arc::from("/node/nm-host1/container_1/executor")),
+            actor_type: Some("CoarseGrainedExecutorBackend"),
+            incarnation: Some(1),
+            app_id: Some(Arc::from("application_1_0001")),
+            attempt: Some(1),
+            container_id: Some(Arc::from("container_1_0001_01_000002")),
+            executor_id: Some(Arc::from(executor)),
+            ..LogCtx::default()
+        }
+    }
+
+    #[test]
+    fn a_context_keeps_its_rendering_which_is_the_per_record_one_and_a_clone_makes_its_own() {
+        let ctx = Arc::new(executor_ctx("c1", "1"));
+        let first: *const Rendered = ctx.memo.rendered(&ctx);
+        let again = ctx.memo.rendered(&ctx);
+        assert!(std::ptr::eq(first, again), "rendered once per context");
+        let per_record = Rendered::of(&ctx);
+        assert_eq!(again.head, per_record.head);
+        assert_eq!(again.ids, per_record.ids);
+        let fields = Fields {
+            msg: "Running task 0.0 in stage 0.0 (TID 7)".into(),
+            fields: vec![("task_id", Value::Number(7.into()))],
+        };
+        let ts = SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_764_181_802_000_042);
+        let (mut kept, mut rendered_now) = (Vec::new(), Vec::new());
+        write_record(&mut kept, ts, &Level::INFO, &fields, Some(&ctx), Some(again));
+        write_record(&mut rendered_now, ts, &Level::INFO, &fields, Some(&ctx), None);
+        assert_eq!(
+            String::from_utf8_lossy(&kept),
+            String::from_utf8_lossy(&rendered_now)
+        );
+        // A clone changed before its first record renders its own fields, not the original's.
+        let mut other = (*ctx).clone();
+        other.executor_id = Some(Arc::from("2"));
+        assert_eq!(other, executor_ctx("c1", "2"));
+        let theirs = other.memo.rendered(&other);
+        assert_eq!(theirs.ids, Rendered::of(&other).ids);
+        assert_ne!(theirs.ids, per_record.ids);
+    }
+
+    #[test]
+    fn a_thread_back_in_a_context_takes_the_sink_and_file_the_context_kept() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let id = "writer-memo-test";
+        let sink = Arc::new(sink::LogSink::new(
+            Some(tmp.path().to_path_buf()),
+            false,
+            Arc::new(SystemTime::now),
+        ));
+        sink::register(Arc::from(id), sink.clone());
+        let ctx = Arc::new(executor_ctx(id, "1"));
+        // Other tests register clusters in parallel: a change of the routes between the
+        // steps makes the context look its sink up again; try until none came in between.
+        let mut checked = false;
+        for _ in 0..100 {
+            let link = ctx.memo.link(&ctx);
+            let linked = link.sink.as_ref().and_then(std::sync::Weak::upgrade);
+            assert!(
+                linked.is_some_and(|s| Arc::ptr_eq(&s, &sink)),
+                "the cluster's sink"
+            );
+            let mut route = link.route.clone();
+            sink.write_line_routed(
+                &mut route,
+                ctx.node.as_deref(),
+                ctx.app_id.as_deref(),
+                ctx.container_id.as_deref(),
+                b"{}",
+                None,
+            );
+            assert!(route.is_some());
+            ctx.memo.set_route(link.generation, &route);
+            let back = ctx.memo.link(&ctx);
+            if back.generation == link.generation {
+                assert!(
+                    sink::FileRoute::same(&back.route, &route),
+                    "the file the context kept"
+                );
+                checked = true;
+                break;
+            }
+        }
+        sink::unregister(id);
+        assert!(checked, "the routes kept changing");
+        // Once the routes change, the kept sink and file are not used.
+        let after = ctx.memo.link(&ctx);
+        assert!(after.route.is_none());
+        assert!(after.sink.as_ref().and_then(std::sync::Weak::upgrade).is_none());
     }
 
     #[test]
