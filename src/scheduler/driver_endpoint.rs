@@ -247,6 +247,9 @@ pub struct DriverEndpoint {
     stopping: bool,
     /// A ReviveOffers to self is queued (the TaskScheduler's requests coalesce).
     revive_queued: bool,
+    /// A PublishExecutors to self is queued (a burst of registrations or losses publishes
+    /// the view once).
+    publish_queued: bool,
     /// AwaitExecutors asks not answered yet: (count wanted, reply).
     executor_waiters: Vec<(usize, tokio::sync::oneshot::Sender<usize>)>,
     max_rpc_message_size: u64,
@@ -272,6 +275,7 @@ impl DriverEndpoint {
             attempt_paths: std::cell::OnceCell::new(),
             stopping: false,
             revive_queued: false,
+            publish_queued: false,
             executor_waiters: Vec::new(),
             max_rpc_message_size,
             held: std::collections::VecDeque::new(),
@@ -401,6 +405,18 @@ impl DriverEndpoint {
             }
         });
         self.starvation_timer = Some(handle);
+    }
+
+    /// Publishes the view at the end of this turn: a burst of registrations or losses (a
+    /// thousand executors starting or stopping) publishes once, not once each, and building
+    /// the view is a pass over every executor. Its readers (the DAGScheduler, the allocation
+    /// manager) run on this arbiter and the publication runs before this turn ends, so none
+    /// of them sees the view between a change and its publication.
+    fn publish_executors_soon(&mut self, ctx: &mut Context<Self>) {
+        if !self.publish_queued {
+            self.publish_queued = true;
+            ctx.notify(PublishExecutors);
+        }
     }
 
     /// Publishes the active executors and task slots if they changed.
@@ -586,7 +602,7 @@ impl DriverEndpoint {
             }
             data
         };
-        self.publish_executors();
+        self.publish_executors_soon(ctx);
         // An executor the driver killed is lost as ExecutorKilled, whatever the AM says; one
         // being decommissioned is lost as ExecutorDecommission (its tasks' failures do not
         // count, and its map outputs are rerun).
@@ -706,7 +722,7 @@ impl Handler<RegisterExecutor> for DriverEndpoint {
         );
         let registered = st.total_registered_executors;
         drop(st);
-        self.publish_executors();
+        self.publish_executors_soon(ctx);
         tracing::info!(
             event = "executor_registered",
             executor_id = msg.executor_id.as_str(),
@@ -812,7 +828,7 @@ impl Handler<Terminated> for DriverEndpoint {
             id
         };
         let Some(executor_id) = found else { return };
-        self.publish_executors();
+        self.publish_executors_soon(ctx);
         if decommissioning {
             tracing::info!(
                 executor_id = executor_id.as_str(),
@@ -912,6 +928,20 @@ impl Handler<GetExecutors> for DriverEndpoint {
                 })
                 .collect(),
         )
+    }
+}
+
+/// To self: publish the executors' view (see `publish_executors_soon`).
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct PublishExecutors;
+
+impl Handler<PublishExecutors> for DriverEndpoint {
+    type Result = ();
+
+    fn handle(&mut self, _: PublishExecutors, _: &mut Context<Self>) {
+        self.publish_queued = false;
+        self.publish_executors();
     }
 }
 
@@ -1257,7 +1287,7 @@ impl DriverEndpoint {
             (decommissioned, refs, adjusted, ts.take_events())
         };
         self.route(events, ctx);
-        self.publish_executors();
+        self.publish_executors_soon(ctx);
         tracing::info!(
             event = "executor_decommission",
             executors = decommissioned.join(",").as_str(),
