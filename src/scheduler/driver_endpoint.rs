@@ -35,7 +35,8 @@
 //! What others read of the executor map (Spark's synchronized reads of
 //! CoarseGrainedSchedulerBackend: `isExecutorActive` for the ExecutorAllocationManager's
 //! listener, `maxNumConcurrentTasks` for the DAGScheduler) is published as a view,
-//! [`ActiveExecutors`], after every change.
+//! [`ActiveExecutors`], once at the end of each turn of the mailbox that changed it (at
+//! once when an incarnation starts and when it kills executors).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
