@@ -184,7 +184,12 @@ fn find<'a>(records: &'a [Json], text: &str) -> &'a Json {
 /// Submits the suite's job (cluster mode) with `extra` settings and follows it until it
 /// runs.
 fn start(yarn: &Yarn, extra: &[&str]) -> Job {
-    let tasks = TASKS.to_string();
+    start_tasks(yarn, extra, TASKS)
+}
+
+/// [`start`] with a job of `tasks` tasks.
+fn start_tasks(yarn: &Yarn, extra: &[&str], tasks: usize) -> Job {
+    let tasks = tasks.to_string();
     let mut args: Vec<&str> = vec!["--deploy-mode", "cluster"];
     for c in SUITE_CONF.iter().chain(extra) {
         args.extend(["--conf", c]);
@@ -539,7 +544,11 @@ fn killed_twice(
         "spark.sparkyard.supervisor.restartPeriod=30s",
     ];
     conf.extend_from_slice(extra);
-    let job = start(yarn, &conf);
+    // Four times the usual job: between the first kill and the second, the test waits for
+    // the restarted incarnation and runs two `sparkyard` commands; on a loaded machine a job
+    // of the usual length (dynamic allocation scaling it out) could end in that time, leaving
+    // nothing to kill. The kills end the job early either way.
+    let job = start_tasks(yarn, &conf, 4 * TASKS);
     let glob = glob_of(&job.app, suffix);
     let path = victim(yarn, &job, suffix, 1, 4);
     kill(yarn, &glob, true);
