@@ -952,18 +952,7 @@ mod tests {
     fn a_context_rendered_once_gives_the_same_line_as_rendered_per_record() {
         assert_eq!(HEADER_KEYS[3..], CTX_HEAD_KEYS);
         assert_eq!(ID_KEYS[..CTX_ID_KEYS.len()], CTX_ID_KEYS);
-        let ctx = LogCtx {
-            cluster: Some(Arc::from("c1")),
-            node: Some(Arc::from("host1")),
-            actor: Some(Arc::from("/node/nm-host1/container_1/executor")),
-            actor_type: Some("CoarseGrainedExecutorBackend"),
-            incarnation: Some(1),
-            app_id: Some(Arc::from("application_1_0001")),
-            attempt: Some(1),
-            container_id: Some(Arc::from("container_1_0001_01_000002")),
-            executor_id: Some(Arc::from("1")),
-            ..LogCtx::default()
-        };
+        let ctx = executor_ctx("c1", "1");
         let pre = Rendered::of(&ctx);
         let cases = [
             vec![
