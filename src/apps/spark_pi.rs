@@ -63,8 +63,9 @@ fn sample(i: u64) -> i64 {
 /// of multiplying, and takes four points a turn in scalar registers: four independent
 /// multiplies keep the multiplier busy. Left to itself the compiler vectorises the loop with
 /// SSE2, which has no 64-bit multiply and emulates each one; `black_box` on the turn's first
-/// state is what keeps it scalar. Measured here (one core, the best of 15 rounds of 5 million points, the two forms
-/// alternately, over several series): SplitMix64 took 3.2–5.0 ns a point, this 2.7–4.3 ns.
+/// state is what keeps it scalar. Measured here on one core, the best of 15 rounds of 5
+/// million points, the two forms alternately over several series: SplitMix64 took 3.2–5.0
+/// ns a point, this 2.7–4.3 ns.
 fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
     let delta = (step as u64).wrapping_mul(2).wrapping_mul(WY_STEP);
     let (delta2, delta3, delta4) = (
