@@ -312,6 +312,15 @@ impl FileRoute {
             _ => false,
         }
     }
+
+    /// Which file `route` is, as an address (0 for none): taken before a write and compared
+    /// after it, it tells whether the write found another file, without the cost of cloning
+    /// the route (two atomic operations a record). Were the file freed and another allocated
+    /// at its address during the write, the change would go unseen: the context's memo would
+    /// keep the file it had, which every write checks and looks up again if closed.
+    pub fn addr(route: &Option<FileRoute>) -> usize {
+        route.as_ref().map_or(0, |r| Arc::as_ptr(&r.0) as usize)
+    }
 }
 
 /// A record's node, app and container as the file map keys them: a record without both an

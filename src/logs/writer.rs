@@ -660,9 +660,9 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
                         return false;
                     };
                     let sink = cache.link.sink.as_ref().and_then(std::sync::Weak::upgrade);
-                    let before = cache.link.route.clone();
+                    let before = sink::FileRoute::addr(&cache.link.route);
                     self.emit(event, fields_take(&mut fields), Some(c), sink, Some(cache));
-                    if !sink::FileRoute::same(&before, &cache.link.route) {
+                    if before != sink::FileRoute::addr(&cache.link.route) {
                         // Found (or found again): the context's other writers take it too.
                         c.memo.set_route(cache.link.generation, &cache.link.route);
                     }
