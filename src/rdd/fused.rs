@@ -40,6 +40,7 @@ use super::lineage::{
 use super::ops::{self, RangeSumFn};
 use super::partitioner::non_negative_mod;
 use super::slice::RangeIter;
+use super::table::{Table, ZeroSlot};
 use super::task::{TaskContext, TaskError};
 use super::text::{io_error, local_path, qualified};
 use super::value::{ascii_hash_code, murmur3_hash_int, string_hash_code, tuple2_hash_of, Value};
@@ -196,6 +197,9 @@ struct Slot {
     meta: u32,
 }
 
+// SAFETY: integers only; all zeros is the empty slot.
+unsafe impl ZeroSlot for Slot {}
+
 /// One slot of [`WordMap`]'s table of words longer than eight bytes (32 bytes): a word of up
 /// to sixteen bytes is compared without reading its bytes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -211,6 +215,9 @@ struct LongSlot {
     /// Index + 1 of the word in [`WordMap::words`].
     word: u32,
 }
+
+// SAFETY: integers only; all zeros is the empty slot.
+unsafe impl ZeroSlot for LongSlot {}
 
 /// The counting table's first size (slots); it doubles past three quarters full.
 const FIRST_SLOTS_BITS: u32 = 12;
@@ -231,14 +238,14 @@ const FIRST_LONG_SLOTS_BITS: u32 = 10;
 #[derive(Clone, Debug)]
 pub(crate) struct WordMap {
     /// The words of up to eight bytes.
-    slots: Vec<Slot>,
+    slots: Table<Slot>,
     /// Index + 1 in [`WordMap::words`] of each slot's word (0 for an empty slot), read only
     /// to compare a long word, to insert and to grow.
-    index: Vec<u32>,
+    index: Table<u32>,
     /// `slots.len() == 1 << bits`.
     bits: u32,
     /// The words longer than eight bytes; `long.len() == 1 << long_bits`.
-    long: Vec<LongSlot>,
+    long: Table<LongSlot>,
     long_bits: u32,
     /// How many words `long` holds.
     long_words: usize,
@@ -341,10 +348,10 @@ fn word_hash_code(bytes: &[u8]) -> i32 {
 impl WordMap {
     pub(crate) fn new(partitions: u32) -> WordMap {
         WordMap {
-            slots: vec![Slot::default(); 1 << FIRST_SLOTS_BITS],
-            index: vec![0; 1 << FIRST_SLOTS_BITS],
+            slots: Table::zeroed(1 << FIRST_SLOTS_BITS),
+            index: Table::zeroed(1 << FIRST_SLOTS_BITS),
             bits: FIRST_SLOTS_BITS,
-            long: vec![LongSlot::default(); 1 << FIRST_LONG_SLOTS_BITS],
+            long: Table::zeroed(1 << FIRST_LONG_SLOTS_BITS),
             long_bits: FIRST_LONG_SLOTS_BITS,
             long_words: 0,
             words: Vec::new(),
@@ -595,9 +602,9 @@ impl WordMap {
     fn grow(&mut self) {
         let bits = self.bits + 1;
         let mask = (1usize << bits) - 1;
-        let mut slots = vec![Slot::default(); 1 << bits];
-        let mut index = vec![0u32; 1 << bits];
-        for (s, &w) in self.slots.iter().zip(&self.index) {
+        let mut slots = Table::<Slot>::zeroed(1 << bits);
+        let mut index = Table::<u32>::zeroed(1 << bits);
+        for (s, &w) in self.slots.iter().zip(self.index.iter()) {
             let Some(e) = self.words.get((w as usize).wrapping_sub(1)) else {
                 continue;
             };
@@ -621,7 +628,7 @@ impl WordMap {
     fn grow_long(&mut self) {
         let bits = self.long_bits + 1;
         let mask = (1usize << bits) - 1;
-        let mut slots = vec![LongSlot::default(); 1 << bits];
+        let mut slots = Table::<LongSlot>::zeroed(1 << bits);
         for s in self.long.iter().filter(|s| s.meta != 0) {
             let Some(e) = self.words.get((s.word as usize).wrapping_sub(1)) else {
                 continue;
