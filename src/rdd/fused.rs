@@ -144,7 +144,12 @@ fn count_words(
     records_read: &Cell<u64>,
 ) -> Result<WordMap, TaskError> {
     let mut lines = SplitLines::open(plan.path, plan.split)?;
-    let mut map = WordMap::new(plan.partitions);
+    let (bits, long_bits) = LAST_TABLE_BITS.get();
+    let mut map = WordMap::with_bits(
+        plan.partitions,
+        bits.clamp(FIRST_SLOTS_BITS, MOST_FIRST_SLOTS_BITS),
+        long_bits.clamp(FIRST_LONG_SLOTS_BITS, MOST_FIRST_LONG_SLOTS_BITS),
+    );
     let mut since_check = 0u32;
     let mut read = 0u64;
     while let Some((start, range)) = lines.next_line()? {
@@ -174,8 +179,24 @@ fn count_words(
         }
     }
     records_read.set(records_read.get() + read);
+    LAST_TABLE_BITS.set((map.bits, map.long_bits));
     Ok(map)
 }
+
+thread_local! {
+    /// The sizes (bits) of the two counting tables of the last split counted on this thread:
+    /// the next split of a job mostly has as many distinct words, so its tables start that
+    /// large instead of doubling up to it (each doubling re-inserts every word; a fresh
+    /// table's pages are zero-filled as they are first touched, see [`super::table`]).
+    static LAST_TABLE_BITS: Cell<(u32, u32)> = const { Cell::new((FIRST_SLOTS_BITS, FIRST_LONG_SLOTS_BITS)) };
+}
+
+/// The largest first size (bits) of the short words' table taken from the last split (4 MiB
+/// of slots): a split of a file with many more distinct words still grows past it, and a
+/// thread that once counted such a file does not start every later split that large.
+const MOST_FIRST_SLOTS_BITS: u32 = 18;
+/// As [`MOST_FIRST_SLOTS_BITS`] for the long words' table (4 MiB).
+const MOST_FIRST_LONG_SLOTS_BITS: u32 = 17;
 
 /// One distinct word of a [`WordMap`]: where its bytes are in the arena.
 #[derive(Clone, Copy, Debug)]
@@ -380,12 +401,17 @@ fn word_hash_code(bytes: &[u8]) -> i32 {
 
 impl WordMap {
     pub(crate) fn new(partitions: u32) -> WordMap {
+        WordMap::with_bits(partitions, FIRST_SLOTS_BITS, FIRST_LONG_SLOTS_BITS)
+    }
+
+    /// An empty map whose tables start with `1 << bits` and `1 << long_bits` slots.
+    fn with_bits(partitions: u32, bits: u32, long_bits: u32) -> WordMap {
         WordMap {
-            slots: Table::zeroed(1 << FIRST_SLOTS_BITS),
-            index: Table::zeroed(1 << FIRST_SLOTS_BITS),
-            bits: FIRST_SLOTS_BITS,
-            long: Table::zeroed(1 << FIRST_LONG_SLOTS_BITS),
-            long_bits: FIRST_LONG_SLOTS_BITS,
+            slots: Table::zeroed(1 << bits),
+            index: Table::zeroed(1 << bits),
+            bits,
+            long: Table::zeroed(1 << long_bits),
+            long_bits,
             long_words: 0,
             words: Vec::new(),
             extra: Vec::new(),
@@ -1430,6 +1456,21 @@ mod tests {
                 .collect();
             assert_eq!(m.into_encoded(), (want, distinct as u64), "{distinct} words");
         }
+    }
+
+    #[test]
+    fn tables_started_large_count_and_order_as_grown_ones() {
+        // Words of up to eight bytes and longer ones, many distinct (the small tables grow).
+        let lines: Vec<String> = (0..3000)
+            .map(|i| format!("w{} longer-word-{} w{} x", i % 1700, i % 900, i % 7))
+            .collect();
+        let grown = fused(&lines.iter().map(String::as_str).collect::<Vec<_>>(), b' ', 4);
+        let mut m = WordMap::with_bits(4, MOST_FIRST_SLOTS_BITS, MOST_FIRST_LONG_SLOTS_BITS);
+        for line in &lines {
+            m.add_line(line.as_bytes(), 0..line.len(), b' ').unwrap();
+        }
+        assert_eq!(m.bits, MOST_FIRST_SLOTS_BITS);
+        assert_eq!(m.into_buckets(), grown);
     }
 
     #[test]
