@@ -1481,7 +1481,7 @@ mod tests {
             for round in 0u32..256 {
                 let block: [u8; 64] = std::array::from_fn(|i| {
                     let v = (round as usize * 64 + i * 7) as u8;
-                    if (round as usize + i) % 5 == 0 {
+                    if (round as usize + i).is_multiple_of(5) {
                         sep
                     } else {
                         v
