@@ -12,7 +12,9 @@
 //!   split's end read in full; terminators found with `memchr2`; an ASCII line is valid
 //!   UTF-8 without decoding it), split as Java's `String.split` does (separators found eight
 //!   bytes a step and gathered into one bit mask per 64 bytes), and each word is counted in a
-//!   byte-keyed table of 16-byte slots ([`WordMap`]) without allocating. Once the split is read, the
+//!   byte-keyed table of 16-byte slots ([`WordMap`]) without allocating (a table of 1 MiB or more is
+//!   mapped with transparent huge pages, see the `table` module, and a split's tables start as
+//!   large as the last split's on the thread). Once the split is read, the
 //!   distinct words get their `String.hashCode` (UTF-16 code units for non-ASCII words) for
 //!   the partitioner and are placed in a replica of Spark's `PartitionedAppendOnlyMap`
 //!   ([`super::aomap`]) for `(partition, word)` keys, inserted in the order they were first
