@@ -79,7 +79,13 @@ extern "C" {
 /// - `purge_delay` 0 (default 10 ms): pages freed are returned to the system at once rather
 ///   than after a delay during which the driver's thread goes on allocating fresh ones;
 /// - `allow_thp` 0 (default 1): mimalloc does not ask for transparent huge pages for its
-///   arenas (`MADV_HUGEPAGE`), which made the resident set grow by 2 MiB at a time.
+///   arenas (`MADV_HUGEPAGE`), which made the resident set grow by 2 MiB at a time. With it
+///   mimalloc's start-up disables them for the whole process (`PR_SET_THP_DISABLE`) unless
+///   they already are; on Linux 6.18 and later they are disabled here first with
+///   `PR_THP_DISABLE_EXCEPT_ADVISED`, so that memory mapped apart and advised keeps them
+///   (word count's counting tables, `rdd::table`) while the allocator's memory, never
+///   advised, goes without as before. An older kernel refuses the flag and mimalloc disables
+///   them all.
 ///
 /// An option the user sets (`MIMALLOC_PURGE_DELAY`, `MIMALLOC_ALLOW_THP`) is kept.
 /// Does nothing with jemalloc, or with a mimalloc release other than the one checked.
@@ -102,9 +108,26 @@ pub extern "C" fn configure_allocator() {
                     mi_option_set(option, value);
                 }
             }
+            #[cfg(target_os = "linux")]
+            if mi_option_get(MI_OPTION_ALLOW_THP) == 0 {
+                // A syscall only (no allocation). Refused (EINVAL) before Linux 6.18.
+                libc::prctl(
+                    libc::PR_SET_THP_DISABLE,
+                    1 as libc::c_ulong,
+                    PR_THP_DISABLE_EXCEPT_ADVISED,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                );
+            }
         }
     }
 }
+
+/// `prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED)` (Linux 6.18,
+/// `include/uapi/linux/prctl.h`): huge pages stay disabled except in ranges advised
+/// `MADV_HUGEPAGE`.
+#[cfg(all(target_os = "linux", not(feature = "jemalloc")))]
+const PR_THP_DISABLE_EXCEPT_ADVISED: libc::c_ulong = 1 << 1;
 
 /// mimalloc's `purge_delay` and `allow_thp` as the process runs with them (`None` with
 /// jemalloc or another mimalloc release): for tests and the benches' reports.

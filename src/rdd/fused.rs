@@ -12,7 +12,9 @@
 //!   split's end read in full; terminators found with `memchr2`; an ASCII line is valid
 //!   UTF-8 without decoding it), split as Java's `String.split` does (separators found eight
 //!   bytes a step and gathered into one bit mask per 64 bytes), and each word is counted in a
-//!   byte-keyed table of 16-byte slots ([`WordMap`]) without allocating. Once the split is read, the
+//!   byte-keyed table of 16-byte slots ([`WordMap`]) without allocating (a table of 1 MiB or more is
+//!   mapped with transparent huge pages, see the `table` module, and a split's tables start as
+//!   large as the last split's on the thread). Once the split is read, the
 //!   distinct words get their `String.hashCode` (UTF-16 code units for non-ASCII words) for
 //!   the partitioner and are placed in a replica of Spark's `PartitionedAppendOnlyMap`
 //!   ([`super::aomap`]) for `(partition, word)` keys, inserted in the order they were first
@@ -40,6 +42,7 @@ use super::lineage::{
 use super::ops::{self, RangeSumFn};
 use super::partitioner::non_negative_mod;
 use super::slice::RangeIter;
+use super::table::{Table, ZeroSlot};
 use super::task::{TaskContext, TaskError};
 use super::text::{io_error, local_path, qualified};
 use super::value::{ascii_hash_code, murmur3_hash_int, string_hash_code, tuple2_hash_of, Value};
@@ -143,7 +146,12 @@ fn count_words(
     records_read: &Cell<u64>,
 ) -> Result<WordMap, TaskError> {
     let mut lines = SplitLines::open(plan.path, plan.split)?;
-    let mut map = WordMap::new(plan.partitions);
+    let (bits, long_bits) = LAST_TABLE_BITS.get();
+    let mut map = WordMap::with_bits(
+        plan.partitions,
+        bits.clamp(FIRST_SLOTS_BITS, MOST_FIRST_SLOTS_BITS),
+        long_bits.clamp(FIRST_LONG_SLOTS_BITS, MOST_FIRST_LONG_SLOTS_BITS),
+    );
     let mut since_check = 0u32;
     let mut read = 0u64;
     while let Some((start, range)) = lines.next_line()? {
@@ -173,8 +181,24 @@ fn count_words(
         }
     }
     records_read.set(records_read.get() + read);
+    LAST_TABLE_BITS.set((map.bits, map.long_bits));
     Ok(map)
 }
+
+thread_local! {
+    /// The sizes (bits) of the two counting tables of the last split counted on this thread:
+    /// the next split of a job mostly has as many distinct words, so its tables start that
+    /// large instead of doubling up to it (each doubling re-inserts every word; a fresh
+    /// table's pages are zero-filled as they are first touched, see [`super::table`]).
+    static LAST_TABLE_BITS: Cell<(u32, u32)> = const { Cell::new((FIRST_SLOTS_BITS, FIRST_LONG_SLOTS_BITS)) };
+}
+
+/// The largest first size (bits) of the short words' table taken from the last split (4 MiB
+/// of slots): a split of a file with many more distinct words still grows past it, and a
+/// thread that once counted such a file does not start every later split that large.
+const MOST_FIRST_SLOTS_BITS: u32 = 18;
+/// As [`MOST_FIRST_SLOTS_BITS`] for the long words' table (4 MiB).
+const MOST_FIRST_LONG_SLOTS_BITS: u32 = 17;
 
 /// One distinct word of a [`WordMap`]: where its bytes are in the arena.
 #[derive(Clone, Copy, Debug)]
@@ -196,6 +220,9 @@ struct Slot {
     meta: u32,
 }
 
+// SAFETY: integers only; all zeros is the empty slot.
+unsafe impl ZeroSlot for Slot {}
+
 /// One slot of [`WordMap`]'s table of words longer than eight bytes (32 bytes): a word of up
 /// to sixteen bytes is compared without reading its bytes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -211,6 +238,9 @@ struct LongSlot {
     /// Index + 1 of the word in [`WordMap::words`].
     word: u32,
 }
+
+// SAFETY: integers only; all zeros is the empty slot.
+unsafe impl ZeroSlot for LongSlot {}
 
 /// The counting table's first size (slots); it doubles past three quarters full.
 const FIRST_SLOTS_BITS: u32 = 12;
@@ -231,14 +261,14 @@ const FIRST_LONG_SLOTS_BITS: u32 = 10;
 #[derive(Clone, Debug)]
 pub(crate) struct WordMap {
     /// The words of up to eight bytes.
-    slots: Vec<Slot>,
+    slots: Table<Slot>,
     /// Index + 1 in [`WordMap::words`] of each slot's word (0 for an empty slot), read only
     /// to compare a long word, to insert and to grow.
-    index: Vec<u32>,
+    index: Table<u32>,
     /// `slots.len() == 1 << bits`.
     bits: u32,
     /// The words longer than eight bytes; `long.len() == 1 << long_bits`.
-    long: Vec<LongSlot>,
+    long: Table<LongSlot>,
     long_bits: u32,
     /// How many words `long` holds.
     long_words: usize,
@@ -267,6 +297,39 @@ fn zero_bytes(v: u64) -> u64 {
 #[inline]
 fn gather(m: u64) -> u64 {
     ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
+/// The bytes of `block` equal to `sep`: bit i for byte i. SSE2 (part of x86-64's baseline)
+/// compares 16 bytes an instruction: about 20 instructions for the 64 bytes where eight
+/// steps of [`zero_bytes`] and [`gather`] take about 100.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn separators64(block: &[u8; 64], sep: u8) -> u64 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    let mut mask = 0u64;
+    // SAFETY: SSE2 is enabled on every x86-64 target; each load reads 16 bytes inside
+    // `block` (offsets 0, 16, 32, 48 of 64) and needs no alignment.
+    unsafe {
+        let pattern = _mm_set1_epi8(sep as i8);
+        for i in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * i).cast());
+            let m = _mm_movemask_epi8(_mm_cmpeq_epi8(v, pattern)) as u32 & 0xFFFF;
+            mask |= u64::from(m) << (16 * i);
+        }
+    }
+    mask
+}
+
+/// The bytes of `block` equal to `sep`: bit i for byte i (eight bytes a step).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn separators64(block: &[u8; 64], sep: u8) -> u64 {
+    let pattern = ONES * u64::from(sep);
+    let mut mask = 0u64;
+    for (k, b) in block.chunks_exact(8).enumerate() {
+        mask |= gather(zero_bytes(load8(b, 0) ^ pattern)) << (8 * k);
+    }
+    mask
 }
 
 /// The eight bytes at `at` as a little-endian integer (`at + 8 <= bytes.len()`; zero otherwise).
@@ -340,12 +403,17 @@ fn word_hash_code(bytes: &[u8]) -> i32 {
 
 impl WordMap {
     pub(crate) fn new(partitions: u32) -> WordMap {
+        WordMap::with_bits(partitions, FIRST_SLOTS_BITS, FIRST_LONG_SLOTS_BITS)
+    }
+
+    /// An empty map whose tables start with `1 << bits` and `1 << long_bits` slots.
+    fn with_bits(partitions: u32, bits: u32, long_bits: u32) -> WordMap {
         WordMap {
-            slots: vec![Slot::default(); 1 << FIRST_SLOTS_BITS],
-            index: vec![0; 1 << FIRST_SLOTS_BITS],
-            bits: FIRST_SLOTS_BITS,
-            long: vec![LongSlot::default(); 1 << FIRST_LONG_SLOTS_BITS],
-            long_bits: FIRST_LONG_SLOTS_BITS,
+            slots: Table::zeroed(1 << bits),
+            index: Table::zeroed(1 << bits),
+            bits,
+            long: Table::zeroed(1 << long_bits),
+            long_bits,
             long_words: 0,
             words: Vec::new(),
             extra: Vec::new(),
@@ -376,20 +444,26 @@ impl WordMap {
         while base < hi {
             // The separators among the next (up to) 64 bytes: bit i for byte base + i.
             let n = (hi - base).min(64);
-            let mut mask = 0u64;
-            let mut k = 0;
-            while k + 8 <= n {
-                mask |= gather(zero_bytes(load8(bytes, base + k) ^ pattern)) << k;
-                k += 8;
-            }
-            if k < n {
-                let rest = if base + k + 8 <= bytes.len() {
-                    load8(bytes, base + k)
-                } else {
-                    prefix_of(bytes, base + k, n - k)
-                };
-                // Bytes past the line's end (or the zero padding) are not separators.
-                mask |= (gather(zero_bytes(rest ^ pattern)) & ((1u64 << (n - k)) - 1)) << k;
+            let whole = bytes.get(base..base + 64).filter(|_| n == 64);
+            let mut mask = match whole.and_then(|b| <&[u8; 64]>::try_from(b).ok()) {
+                Some(block) => separators64(block, sep),
+                None => 0,
+            };
+            if whole.is_none() {
+                let mut k = 0;
+                while k + 8 <= n {
+                    mask |= gather(zero_bytes(load8(bytes, base + k) ^ pattern)) << k;
+                    k += 8;
+                }
+                if k < n {
+                    let rest = if base + k + 8 <= bytes.len() {
+                        load8(bytes, base + k)
+                    } else {
+                        prefix_of(bytes, base + k, n - k)
+                    };
+                    // Bytes past the line's end (or the zero padding) are not separators.
+                    mask |= (gather(zero_bytes(rest ^ pattern)) & ((1u64 << (n - k)) - 1)) << k;
+                }
             }
             while mask != 0 {
                 let at = base + mask.trailing_zeros() as usize;
@@ -595,9 +669,9 @@ impl WordMap {
     fn grow(&mut self) {
         let bits = self.bits + 1;
         let mask = (1usize << bits) - 1;
-        let mut slots = vec![Slot::default(); 1 << bits];
-        let mut index = vec![0u32; 1 << bits];
-        for (s, &w) in self.slots.iter().zip(&self.index) {
+        let mut slots = Table::<Slot>::zeroed(1 << bits);
+        let mut index = Table::<u32>::zeroed(1 << bits);
+        for (s, &w) in self.slots.iter().zip(self.index.iter()) {
             let Some(e) = self.words.get((w as usize).wrapping_sub(1)) else {
                 continue;
             };
@@ -621,7 +695,7 @@ impl WordMap {
     fn grow_long(&mut self) {
         let bits = self.long_bits + 1;
         let mask = (1usize << bits) - 1;
-        let mut slots = vec![LongSlot::default(); 1 << bits];
+        let mut slots = Table::<LongSlot>::zeroed(1 << bits);
         for s in self.long.iter().filter(|s| s.meta != 0) {
             let Some(e) = self.words.get((s.word as usize).wrapping_sub(1)) else {
                 continue;
@@ -1383,6 +1457,44 @@ mod tests {
                 .map(|b| encode_bucket(b).unwrap())
                 .collect();
             assert_eq!(m.into_encoded(), (want, distinct as u64), "{distinct} words");
+        }
+    }
+
+    #[test]
+    fn tables_started_large_count_and_order_as_grown_ones() {
+        // Words of up to eight bytes and longer ones, many distinct (the small tables grow).
+        let lines: Vec<String> = (0..3000)
+            .map(|i| format!("w{} longer-word-{} w{} x", i % 1700, i % 900, i % 7))
+            .collect();
+        let grown = fused(&lines.iter().map(String::as_str).collect::<Vec<_>>(), b' ', 4);
+        let mut m = WordMap::with_bits(4, MOST_FIRST_SLOTS_BITS, MOST_FIRST_LONG_SLOTS_BITS);
+        for line in &lines {
+            m.add_line(line.as_bytes(), 0..line.len(), b' ').unwrap();
+        }
+        assert_eq!(m.bits, MOST_FIRST_SLOTS_BITS);
+        assert_eq!(m.into_buckets(), grown);
+    }
+
+    #[test]
+    fn separators64_marks_each_byte_equal_to_the_separator() {
+        // Every byte value at every position, against the separators the bytes are tested
+        // for (space, comma, NUL, a high ASCII byte).
+        for sep in [b' ', b',', 0, 0x7f] {
+            for round in 0u32..256 {
+                let block: [u8; 64] = std::array::from_fn(|i| {
+                    let v = (round as usize * 64 + i * 7) as u8;
+                    if (round as usize + i).is_multiple_of(5) {
+                        sep
+                    } else {
+                        v
+                    }
+                });
+                let want = block
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |m, (i, &b)| m | u64::from(b == sep) << i);
+                assert_eq!(separators64(&block, sep), want, "separator {sep}, round {round}");
+            }
         }
     }
 

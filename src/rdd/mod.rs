@@ -19,7 +19,8 @@
 //!   gives it ([`TaskContext`]) and [`run_task`]; [`compute`] holds how each RDD kind is
 //!   computed, [`aomap`] Spark's `AppendOnlyMap` used for shuffle aggregation, [`fused`]
 //!   the lineage shapes computed without a `Value` per record (word count's map side,
-//!   an integer map reduced by `add` over a range), with the generic path's results;
+//!   an integer map reduced by `add` over a range), with the generic path's results, and
+//!   `table` the zero-filled slot tables its counting uses (large ones with huge pages);
 //! * [`api`] — the RDD API applications use ([`Rdd`], [`parallelize`], [`text_file`], ...)
 //!   over a [`JobRunner`] the SparkContext implements;
 //! * [`local`] — [`LocalRunner`], an in-process [`JobRunner`]: the reference evaluator.
@@ -37,6 +38,7 @@ pub mod local;
 pub mod ops;
 pub mod partitioner;
 pub mod slice;
+mod table;
 pub mod task;
 pub mod text;
 pub mod value;
