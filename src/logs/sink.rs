@@ -891,6 +891,15 @@ impl LogSink {
         self.capture.as_ref().map(|c| lock(c).clone()).unwrap_or_default()
     }
 
+    /// The captured records from the `from`-th on (a watcher that keeps its place reads
+    /// each record once instead of copying them all at every look).
+    pub fn records_since(&self, from: usize) -> Vec<Value> {
+        self.capture
+            .as_ref()
+            .map(|c| lock(c).get(from..).map(<[Value]>::to_vec).unwrap_or_default())
+            .unwrap_or_default()
+    }
+
     /// Captured records whose `event` field equals `event`.
     pub fn events(&self, event: &str) -> Vec<Value> {
         self.capture
