@@ -174,23 +174,30 @@ fn with_authentication_only_holders_of_the_secret_reach_the_node() {
         .collect();
     assert!(refused.is_empty(), "{refused:?}");
 
-    // Each refusal is one WARN record on the node naming the peer.
-    let warned = yarn
-        .all_records()
-        .into_iter()
-        .filter(|r| {
-            let text = r.to_string();
-            text.contains("\"WARN\"") && text.contains("authentication") && text.contains("127.0.0.")
-        })
-        .count();
-    let all: Vec<String> = yarn
-        .all_records()
-        .iter()
-        .map(|r| r.to_string())
-        .filter(|t| t.contains("authentication"))
-        .collect();
-    assert!(
-        warned >= 10,
-        "{warned} WARN records of refused connections: {all:?}"
-    );
+    // Each refusal is one WARN record on the node naming the peer. The node writes its
+    // records out every tick (100 ms), so the test waits for them (30 s at most).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let records = yarn.all_records();
+        let warned = records
+            .iter()
+            .filter(|r| {
+                let text = r.to_string();
+                text.contains("\"WARN\"") && text.contains("authentication") && text.contains("127.0.0.")
+            })
+            .count();
+        if warned >= 10 {
+            break;
+        }
+        let all: Vec<String> = records
+            .iter()
+            .map(|r| r.to_string())
+            .filter(|t| t.contains("authentication"))
+            .collect();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{warned} WARN records of refused connections after 30 s: {all:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
