@@ -117,7 +117,8 @@ pub type WallClock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 /// thread, which writes it out: the thread that logs (an actor's, a task's) pays for a
 /// copy, not for the system call and the kernel's copy, which at a hundred thousand task
 /// records a second were a tenth of the driver's time. The flusher also writes out partial
-/// buffers every [`FLUSH_INTERVAL`] while anything is pending, closes idle files and reports
+/// buffers every [`FLUSH_INTERVAL`] while anything is pending (less often while more than
+/// [`FILES_PER_TICK`] files are being written), closes idle files and reports
 /// dropped records; dropping the sink (a cluster's shutdown) writes out the rest.
 pub struct LogSink {
     /// Unique in the process (the thread-local file cache tells sinks apart by it).
