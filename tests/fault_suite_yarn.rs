@@ -55,8 +55,8 @@ async fn run_killing_on_record(
     );
     actix_rt::spawn(async move {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        // Only the records since the last look: copying every record at each look took the
-        // test's thread longer than the delay the kill must land in, once records piled up.
+        // Only the records since the last look: each record is read once, rather than all
+        // of them copied at every look while the kill must land within the delay.
         let mut read = 0;
         while tokio::time::Instant::now() < deadline {
             let new = cluster.logs().records_since(read);
@@ -858,9 +858,10 @@ async fn node_manager_killed_while_starting_a_container_adopts_it() {
     succeeded_without_replacements(&r).await;
     let path = r.assert_killed_and_restarted("/node/nm-host2/node-manager");
     recovered_with(&r, &path, "Recovered 1 running container(s) after a restart").await;
-    // The launcher sends the start again once its first ask fails (the NodeManager died
-    // with it unanswered), which takes the ask's time-out; on a fast machine the job can end
-    // first, and then nothing is sent again. If it is sent again, it is answered as started.
+    // The launcher sends the start again only once its first ask fails (the NodeManager
+    // died with it unanswered); on a fast machine the job can end first (seen: 270 ms after
+    // the kill), and then nothing is sent again. If it is sent again, it is answered as
+    // started.
     let records = r.records();
     let since_kill = after(&records, |rec| {
         rec["event"] == "fault_injected" && actor_of(rec) == path
