@@ -67,6 +67,16 @@ fn sample(i: u64) -> i64 {
 /// million points, the two forms alternately over several series: SplitMix64 took 3.2–5.0
 /// ns a point, this 2.7–4.3 ns.
 fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
+    #[cfg(target_arch = "x86_64")]
+    if wide::available() {
+        // SAFETY: the processor has the instructions `wide::hits` was compiled for.
+        return unsafe { wide::hits(first, count, step) };
+    }
+    sample_sum_scalar(first, count, step)
+}
+
+/// [`sample_sum`] in scalar registers, four points a turn (any processor).
+fn sample_sum_scalar(first: i64, count: u64, step: i64) -> i64 {
     let delta = (step as u64).wrapping_mul(2).wrapping_mul(WY_STEP);
     let (delta2, delta3, delta4) = (
         delta.wrapping_mul(2),
@@ -91,6 +101,98 @@ fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
         state = state.wrapping_add(delta);
     }
     total
+}
+
+/// [`sample_sum`] eight points at a time in AVX-512 registers, on processors that have
+/// AVX-512F and DQ (checked once at run time).
+///
+/// AVX-512 has no 64 × 64 → 128-bit multiply, so each lane builds wyrand's product from four
+/// 32 × 32 → 64-bit ones; the rest is what [`sample_at`] does, operation for operation (the
+/// conversion of a 53-bit number to a double is exact, the scaling by 2^-53 too, and the
+/// products and the sum are rounded as the scalar ones: no fused multiply-add), so the count
+/// is the same, which the tests check against the scalar form. Measured here (2 cores,
+/// AVX-512, 2026-11-27): 0.9 ns a point against 2.5 for the scalar form.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    use super::{point_state, sample_sum_scalar, WY_MIX, WY_STEP};
+
+    /// Whether the processor has what [`hits`] needs.
+    pub(super) fn available() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq")
+        })
+    }
+
+    /// wyrand's output in each lane: the 128-bit product of `s` and `s ^ WY_MIX`, its high
+    /// and low halves xored.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    fn wyrand8(s: __m512i) -> __m512i {
+        let b = _mm512_xor_si512(s, _mm512_set1_epi64(WY_MIX as i64));
+        let low32 = _mm512_set1_epi64(0xFFFF_FFFF);
+        let (a_hi, b_hi) = (_mm512_srli_epi64::<32>(s), _mm512_srli_epi64::<32>(b));
+        let p00 = _mm512_mul_epu32(s, b);
+        let p01 = _mm512_mul_epu32(s, b_hi);
+        let p10 = _mm512_mul_epu32(a_hi, b);
+        let p11 = _mm512_mul_epu32(a_hi, b_hi);
+        // The carries from the low half: `t` and `w` stay below 2^64.
+        let t = _mm512_add_epi64(p10, _mm512_srli_epi64::<32>(p00));
+        let w = _mm512_add_epi64(p01, _mm512_and_si512(t, low32));
+        let hi = _mm512_add_epi64(
+            p11,
+            _mm512_add_epi64(_mm512_srli_epi64::<32>(t), _mm512_srli_epi64::<32>(w)),
+        );
+        let lo = _mm512_or_si512(_mm512_slli_epi64::<32>(w), _mm512_and_si512(p00, low32));
+        _mm512_xor_si512(hi, lo)
+    }
+
+    /// A coordinate from each lane's random bits: `u * 2 - 1`, `u` of 53 bits in [0, 1).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq")]
+    fn coordinate8(bits: __m512i) -> __m512d {
+        let u = _mm512_mul_pd(
+            _mm512_cvtepu64_pd(_mm512_srli_epi64::<11>(bits)),
+            _mm512_set1_pd(1.0 / (1u64 << 53) as f64),
+        );
+        _mm512_sub_pd(_mm512_mul_pd(u, _mm512_set1_pd(2.0)), _mm512_set1_pd(1.0))
+    }
+
+    /// The points of `count` numbers `first, first + step, ...` in the circle.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    pub(super) fn hits(first: i64, count: u64, step: i64) -> i64 {
+        let delta = (step as u64).wrapping_mul(2).wrapping_mul(WY_STEP);
+        let lanes: [u64; 8] =
+            std::array::from_fn(|j| point_state(first as u64).wrapping_add(delta.wrapping_mul(j as u64)));
+        let mut state = _mm512_set_epi64(
+            lanes[7] as i64,
+            lanes[6] as i64,
+            lanes[5] as i64,
+            lanes[4] as i64,
+            lanes[3] as i64,
+            lanes[2] as i64,
+            lanes[1] as i64,
+            lanes[0] as i64,
+        );
+        let turn = _mm512_set1_epi64(delta.wrapping_mul(8) as i64);
+        let second = _mm512_set1_epi64(WY_STEP as i64);
+        let one = _mm512_set1_pd(1.0);
+        let mut total: i64 = 0;
+        let turns = count / 8;
+        for _ in 0..turns {
+            let x = coordinate8(wyrand8(state));
+            let y = coordinate8(wyrand8(_mm512_add_epi64(state, second)));
+            let d = _mm512_add_pd(_mm512_mul_pd(x, x), _mm512_mul_pd(y, y));
+            total += i64::from(_mm512_cmp_pd_mask::<_CMP_LE_OQ>(d, one).count_ones());
+            state = _mm512_add_epi64(state, turn);
+        }
+        let done = turns * 8;
+        let rest = first.wrapping_add(step.wrapping_mul(done as i64));
+        total + sample_sum_scalar(rest, count - done, step)
+    }
 }
 
 /// Registers the application's operations.
@@ -146,7 +248,7 @@ mod tests {
     #[test]
     fn the_fused_count_is_the_count_of_the_points_one_by_one() {
         for &(first, step) in &[(1i64, 1i64), (-20, 3), (1_000_000, -7), (i64::MAX - 5, 1)] {
-            for count in 0..13u64 {
+            for count in 0..40u64 {
                 let one_by_one: i64 = (0..count)
                     .map(|k| sample(first.wrapping_add(step.wrapping_mul(k as i64)) as u64))
                     .sum();
@@ -158,9 +260,34 @@ mod tests {
             }
         }
         let hits = sample_sum(1, 100_000, 1);
+        assert_eq!(hits, sample_sum_scalar(1, 100_000, 1));
         assert!(
             (4.0 * hits as f64 / 100_000.0 - std::f64::consts::PI).abs() < 0.05,
             "{hits}"
         );
+    }
+    /// Eight points at a time (where the processor can) count what four at a time do, for
+    /// slices of any length, start and step, the numbers wrapping included.
+    #[test]
+    fn the_count_eight_points_at_a_time_is_the_scalar_count() {
+        #[cfg(target_arch = "x86_64")]
+        if wide::available() {
+            let cases = [
+                (1i64, 100_003u64, 1i64),
+                (-977, 10_001, 13),
+                (i64::MAX - 40_000, 80_000, 1),
+                (123_456_789, 9_999, -3),
+                (0, 7, 1),
+            ];
+            for (first, count, step) in cases {
+                // SAFETY: `available` said the processor has the instructions.
+                let wide = unsafe { wide::hits(first, count, step) };
+                assert_eq!(
+                    wide,
+                    sample_sum_scalar(first, count, step),
+                    "{first} {count} {step}"
+                );
+            }
+        }
     }
 }
