@@ -110,8 +110,9 @@ fn sample_sum_scalar(first: i64, count: u64, step: i64) -> i64 {
 /// 32 × 32 → 64-bit ones; the rest is what [`sample_at`] does, operation for operation (the
 /// conversion of a 53-bit number to a double is exact, the scaling by 2^-53 too, and the
 /// products and the sum are rounded as the scalar ones: no fused multiply-add), so the count
-/// is the same, which the tests check against the scalar form. Measured here (2 cores,
-/// AVX-512, 2026-11-27): 0.9 ns a point against 2.5 for the scalar form.
+/// is the same, which the tests check against the scalar form. Measured here (2 cores with
+/// AVX-512, 2026-11-27), the SparkPi bench's 10^8 points took 0.17 s of CPU against 0.32 s
+/// in scalar registers (whole job, tasks' overhead included).
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::*;
