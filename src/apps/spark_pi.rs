@@ -57,15 +57,9 @@ fn sample(i: u64) -> i64 {
 }
 
 /// The points of `count` numbers `first, first + step, ...` that fall in the circle: the
-/// sampling operation and `add` over a block of the slice at once.
-///
-/// The states of successive points are `2 * step * WY_STEP` apart, so the loop adds instead
-/// of multiplying, and takes four points a turn in scalar registers: four independent
-/// multiplies keep the multiplier busy. Left to itself the compiler vectorises the loop with
-/// SSE2, which has no 64-bit multiply and emulates each one; `black_box` on the turn's first
-/// state is what keeps it scalar. Measured here on one core, the best of 15 rounds of 5
-/// million points, the two forms alternately over several series: SplitMix64 took 3.2–5.0
-/// ns a point, this 2.7–4.3 ns.
+/// sampling operation and `add` over a block of the slice at once. Eight points at a time in
+/// AVX-512 registers where the processor has them ([`wide`]), four in scalar registers
+/// elsewhere ([`sample_sum_scalar`]): the same count either way.
 fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
     #[cfg(target_arch = "x86_64")]
     if wide::available() {
@@ -75,7 +69,15 @@ fn sample_sum(first: i64, count: u64, step: i64) -> i64 {
     sample_sum_scalar(first, count, step)
 }
 
-/// [`sample_sum`] in scalar registers, four points a turn (any processor).
+/// [`sample_sum`] in scalar registers (any processor).
+///
+/// The states of successive points are `2 * step * WY_STEP` apart, so the loop adds instead
+/// of multiplying, and takes four points a turn in scalar registers: four independent
+/// multiplies keep the multiplier busy. Left to itself the compiler vectorises the loop with
+/// SSE2, which has no 64-bit multiply and emulates each one; `black_box` on the turn's first
+/// state is what keeps it scalar. Measured here on one core, the best of 15 rounds of 5
+/// million points, the two forms alternately over several series: SplitMix64 took 3.2–5.0
+/// ns a point, this 2.7–4.3 ns.
 fn sample_sum_scalar(first: i64, count: u64, step: i64) -> i64 {
     let delta = (step as u64).wrapping_mul(2).wrapping_mul(WY_STEP);
     let (delta2, delta3, delta4) = (
@@ -267,6 +269,7 @@ mod tests {
             "{hits}"
         );
     }
+
     /// Eight points at a time (where the processor can) count what four at a time do, for
     /// slices of any length, start and step, the numbers wrapping included.
     #[test]
