@@ -539,6 +539,10 @@ impl Handler<StopExecutor> for CoarseGrainedExecutorBackend {
     type Result = ();
 
     fn handle(&mut self, _: StopExecutor, ctx: &mut Context<Self>) {
+        // Stopping from now on, as Spark sets `stopping` before it sends itself Shutdown: the
+        // driver's going away before Shutdown is handled (its process may end right after this
+        // command) is then a disconnect during shutdown, not a lost driver (exit 1).
+        self.stopping = true;
         tracing::info!("Driver commanded a shutdown");
         ctx.notify(Shutdown { exit_code: 0 });
     }
@@ -822,3 +826,103 @@ crate::protocol! {
 }
 
 crate::speaks!(CoarseGrainedExecutorBackend: ExecutorProtocol, ShuffleProtocol, DecommissionTimerProtocol);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Clock, Cluster};
+
+    /// Stands for a driver that never answers (its path is what the executor watches). It
+    /// keeps its own address: an actix actor that nothing addresses stops at once.
+    struct SilentDriver(Option<actix::Addr<SilentDriver>>);
+
+    impl Actor for SilentDriver {
+        type Context = Context<Self>;
+
+        fn started(&mut self, ctx: &mut Context<Self>) {
+            self.0 = Some(ctx.address());
+        }
+    }
+
+    crate::speaks!(SilentDriver);
+
+    fn has_record(cluster: &Cluster, actor: &str, msg_start: &str) -> bool {
+        cluster.logs().records().iter().any(|r| {
+            r.get("actor").and_then(|a| a.as_str()) == Some(actor)
+                && r.get("msg")
+                    .and_then(|m| m.as_str())
+                    .is_some_and(|m| m.starts_with(msg_start))
+        })
+    }
+
+    /// The driver's process ends right after it commands its executors to stop; an executor
+    /// that learns of the disconnect before it has handled its own Shutdown stops cleanly
+    /// (exit 0, "disconnected during shutdown"), as Spark's does, not as one that lost its
+    /// driver (exit 1, "disassociated").
+    #[actix_rt::test]
+    async fn a_driver_gone_right_after_stop_executor_is_a_disconnect_during_shutdown() {
+        crate::logs::init_for_tests();
+        // A manual clock: the executor's registration, retried on the clock, never ends.
+        let cluster = Cluster::builder()
+            .clock(Clock::manual())
+            .capture_logs(true)
+            .build()
+            .expect("inside an actix system");
+        let driver = cluster
+            .start_root_worker("driver", |_, _| SilentDriver(None))
+            .unwrap();
+        let args = ExecutorArgs {
+            driver_url: driver.to_string(),
+            executor_id: "1".into(),
+            bind_address: "h1".into(),
+            hostname: "h1".into(),
+            cores: 1,
+            app_id: "app_1".into(),
+            worker_url: None,
+            resources_file: None,
+            resource_profile_id: 0,
+        };
+        let executor = cluster
+            .start_root_worker("executor-1", move |_, me| {
+                CoarseGrainedExecutorBackend::new(me, args, Duration::from_secs(60))
+            })
+            .unwrap();
+        let bound = std::time::Instant::now() + Duration::from_secs(10);
+        // It watches the driver from its start, whose record says it connects.
+        while !has_record(&cluster, "/executor-1", "Connecting to driver") {
+            assert!(std::time::Instant::now() < bound, "the executor started");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // StopExecutor, then the driver's end, both queued before the executor's next turn.
+        cluster
+            .endpoint::<ExecutorProtocol>(&executor)
+            .tell(StopExecutor)
+            .expect("the executor runs");
+        let incarnation = cluster
+            .registry()
+            .shared(&driver)
+            .expect("the driver runs")
+            .incarnation;
+        cluster
+            .registry()
+            .notify_watchers(&driver, incarnation, &ExitReason::Normal);
+        // Its end: stopped, or failed (as one that lost its driver).
+        while !has_record(&cluster, "/executor-1", "stopped (")
+            && !has_record(&cluster, "/executor-1", "failed: ")
+        {
+            assert!(std::time::Instant::now() < bound, "the executor ended");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(has_record(&cluster, "/executor-1", "stopped (exit code 0"));
+        assert!(has_record(
+            &cluster,
+            "/executor-1",
+            "Driver from /driver disconnected during shutdown"
+        ));
+        assert!(!has_record(
+            &cluster,
+            "/executor-1",
+            "Driver /driver disassociated"
+        ));
+    }
+}
