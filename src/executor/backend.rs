@@ -830,7 +830,7 @@ crate::speaks!(CoarseGrainedExecutorBackend: ExecutorProtocol, ShuffleProtocol, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{Clock, Cluster};
+    use crate::runtime::Cluster;
 
     /// Stands for a driver that never answers (its path is what the executor watches). It
     /// keeps its own address: an actix actor that nothing addresses stops at once.
@@ -861,13 +861,8 @@ mod tests {
     /// driver (exit 1, "disassociated").
     #[actix_rt::test]
     async fn a_driver_gone_right_after_stop_executor_is_a_disconnect_during_shutdown() {
-        crate::logs::init_for_tests();
         // A manual clock: the executor's registration, retried on the clock, never ends.
-        let cluster = Cluster::builder()
-            .clock(Clock::manual())
-            .capture_logs(true)
-            .build()
-            .expect("inside an actix system");
+        let cluster = Cluster::for_unit_test();
         let driver = cluster
             .start_root_worker("driver", |_, _| SilentDriver(None))
             .unwrap();

@@ -161,6 +161,20 @@ impl ClusterBuilder {
     }
 }
 
+#[cfg(test)]
+impl Cluster {
+    /// A unit test's cluster, built inside its actix system: a manual clock (time moves only
+    /// when the test moves it) and its records captured.
+    pub(crate) fn for_unit_test() -> Cluster {
+        crate::logs::init_for_tests();
+        Cluster::builder()
+            .clock(Clock::manual())
+            .capture_logs(true)
+            .build()
+            .expect("inside an actix system")
+    }
+}
+
 impl Cluster {
     pub fn builder() -> ClusterBuilder {
         ClusterBuilder::default()

@@ -249,7 +249,7 @@ mod tests {
 
     use actix::{Actor, Context, Handler};
 
-    use crate::runtime::{Clock, PartitionMode};
+    use crate::runtime::PartitionMode;
 
     /// An owner that counts what it takes.
     struct Owner {
@@ -288,12 +288,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_partition_does_not_keep_a_post_from_its_owner() {
-        crate::logs::init_for_tests();
-        let cluster = Cluster::builder()
-            .clock(Clock::manual())
-            .capture_logs(true)
-            .build()
-            .expect("inside an actix system");
+        let cluster = Cluster::for_unit_test();
         let inbox = DurableInbox::unbounded();
         let taken = Arc::new(AtomicUsize::new(0));
         let (i, t) = (inbox.clone(), taken.clone());

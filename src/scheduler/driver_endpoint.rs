@@ -1497,7 +1497,7 @@ crate::speaks!(DriverEndpoint: DriverProtocol, TaskSchedulerProtocol);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::{Clock, Cluster};
+    use crate::runtime::Cluster;
     use crate::scheduler::listener_bus::{BusCounters, BusInbox};
     use crate::scheduler::task_scheduler::TaskSchedulerConfig;
     use crate::scheduler::task_set::{TaskBinary, TaskSet, TaskSpec};
@@ -1541,12 +1541,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_task_set_posted_while_no_incarnation_runs_is_taken_by_the_next() {
-        crate::logs::init_for_tests();
-        let cluster = Cluster::builder()
-            .clock(Clock::manual())
-            .capture_logs(true)
-            .build()
-            .expect("inside an actix system");
+        let cluster = Cluster::for_unit_test();
         let path = ActorPath::parse("/driver-endpoint").unwrap();
         let kept = DriverKept {
             state: Kept::new(DriverState::default()),
