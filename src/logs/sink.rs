@@ -101,6 +101,12 @@ const MAX_PENDING: usize = 8 * 1024 * 1024;
 /// of that, and a quiet sink's few buffers just wait for the tick.
 const WAKE_FLUSHER_AT: usize = 256 * 1024;
 
+/// Written-out buffers a sink keeps for reuse (a megabyte). A fresh 16 KiB buffer is memory
+/// the allocator gives back to the system once freed (`purge_delay` 0, see `lib.rs`) and takes
+/// again zeroed, a page fault per 4 KiB on the thread that logs: a sixth of a record's cost
+/// at a hundred thousand tiny tasks a second.
+const MAX_SPARE: usize = 64;
+
 /// How many ended containers the sink remembers (see [`LogSink::close_container`]).
 const KEPT_CLOSED: usize = 4096;
 
@@ -143,6 +149,8 @@ pub struct LogSink {
     pending: AtomicUsize,
     /// A flusher runs: full buffers go to it (else they are written out at once).
     flusher: AtomicBool,
+    /// Empty buffers, written out, for the next full one (see [`MAX_SPARE`]).
+    spare: Mutex<Vec<Vec<u8>>>,
 }
 
 /// The files whose full buffers wait for the flusher, and its bell.
@@ -348,6 +356,38 @@ fn route_ids<'a>(
     }
 }
 
+/// Writes `buffers` out in order with as few system calls as the kernel allows (`writev` of
+/// up to [`GATHER`] buffers at a time). One call for many 16 KiB buffers costs the kernel
+/// far less per byte than a call each (ext4 fills its large page-cache folios a whole
+/// write at a time: `dd` here writes 3–5 GB/s in 256 KiB blocks, 1.1–3.3 GB/s in 16 KiB ones).
+/// On an error, says how many of the buffers were written out whole before it.
+fn write_all_gathered(out: &File, buffers: &[(Vec<u8>, u64)]) -> Result<(), (usize, std::io::Error)> {
+    let mut done = 0;
+    for chunk in buffers.chunks(GATHER) {
+        let mut slices: Vec<std::io::IoSlice<'_>> =
+            chunk.iter().map(|(b, _)| std::io::IoSlice::new(b)).collect();
+        let mut left = &mut slices[..];
+        while !left.is_empty() {
+            let error = match (&*out).write_vectored(left) {
+                Ok(0) => std::io::ErrorKind::WriteZero.into(),
+                Ok(n) => {
+                    let before = left.len();
+                    std::io::IoSlice::advance_slices(&mut left, n);
+                    done += before - left.len();
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            return Err((done, error));
+        }
+    }
+    Ok(())
+}
+
+/// The most buffers one `writev` takes (Linux's `IOV_MAX` is 1024).
+const GATHER: usize = 256;
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -391,6 +431,7 @@ impl LogSink {
             ready: Arc::new(Ready::default()),
             pending: AtomicUsize::new(0),
             flusher: AtomicBool::new(false),
+            spare: Mutex::new(Vec::new()),
         }
     }
 
@@ -705,7 +746,7 @@ impl LogSink {
         let mut handed = false;
         let mut wake = false;
         if open.buf.len() + bytes.len() + 1 > FILE_BUFFER && !open.buf.is_empty() {
-            let full = std::mem::replace(&mut open.buf, Vec::with_capacity(FILE_BUFFER));
+            let full = std::mem::replace(&mut open.buf, self.spare_buffer());
             let before = self.pending.fetch_add(full.len(), Ordering::Relaxed);
             wake = before < WAKE_FLUSHER_AT && before + full.len() >= WAKE_FLUSHER_AT;
             open.full.push_back((full, std::mem::take(&mut open.buf_records)));
@@ -754,13 +795,18 @@ impl LogSink {
         }
         let _io = lock(&file.io);
         let mut result = Ok(());
-        while let Some((full, _)) = open.full.front() {
-            result = (&*open.file).write_all(full);
-            if result.is_err() {
-                break;
-            }
-            self.pending.fetch_sub(full.len(), Ordering::Relaxed);
-            open.full.pop_front();
+        if !open.full.is_empty() {
+            let full = open.full.make_contiguous();
+            let written = match write_all_gathered(&open.file, full) {
+                Ok(()) => full.len(),
+                Err((written, e)) => {
+                    result = Err(e);
+                    written
+                }
+            };
+            let bytes: usize = full[..written].iter().map(|(b, _)| b.len()).sum();
+            self.pending.fetch_sub(bytes, Ordering::Relaxed);
+            self.keep_spare(open.full.drain(..written).map(|(b, _)| b));
         }
         if result.is_ok() && !open.buf.is_empty() {
             result = (&*open.file).write_all(&open.buf);
@@ -791,20 +837,14 @@ impl LogSink {
         let out = open.file.clone();
         let io = lock(&file.io);
         drop(state);
-        let mut lost = 0;
-        let mut error = None;
-        for (bytes, records) in full {
-            self.pending.fetch_sub(bytes.len(), Ordering::Relaxed);
-            if error.is_none() {
-                if let Err(e) = (&*out).write_all(&bytes) {
-                    error = Some(e);
-                }
-            }
-            if error.is_some() {
-                lost += records;
-            }
-        }
+        let bytes: usize = full.iter().map(|(b, _)| b.len()).sum();
+        self.pending.fetch_sub(bytes, Ordering::Relaxed);
+        let (error, mut lost) = match write_all_gathered(&out, &full) {
+            Ok(()) => (None, 0),
+            Err((written, e)) => (Some(e), full[written..].iter().map(|(_, n)| n).sum()),
+        };
         drop(io);
+        self.keep_spare(full.into_iter().map(|(b, _)| b));
         if let Some(e) = error {
             let mut state = lock(&file.state);
             if let FileState::Open(open) = &*state {
@@ -816,6 +856,28 @@ impl LogSink {
                     lost,
                     format!("cannot write log file {}: {e}", file.path.display()),
                 );
+            }
+        }
+    }
+
+    /// An empty buffer for a file's records: a spare one if any.
+    fn spare_buffer(&self) -> Vec<u8> {
+        lock(&self.spare)
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(FILE_BUFFER))
+    }
+
+    /// Keeps written-out `buffers` for reuse, up to [`MAX_SPARE`] (a rare long record's
+    /// grown buffer is let go).
+    fn keep_spare(&self, buffers: impl Iterator<Item = Vec<u8>>) {
+        let mut spare = lock(&self.spare);
+        for mut b in buffers {
+            if spare.len() >= MAX_SPARE {
+                break;
+            }
+            if b.capacity() == FILE_BUFFER {
+                b.clear();
+                spare.push(b);
             }
         }
     }
