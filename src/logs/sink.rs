@@ -103,8 +103,8 @@ const WAKE_FLUSHER_AT: usize = 256 * 1024;
 
 /// Written-out buffers a sink keeps for reuse (a megabyte). A fresh 16 KiB buffer is memory
 /// the allocator gives back to the system once freed (`purge_delay` 0, see `lib.rs`) and takes
-/// again zeroed, a page fault per 4 KiB on the thread that logs: a sixth of a record's cost
-/// at a hundred thousand tiny tasks a second.
+/// again zeroed, a page fault per 4 KiB on the thread that logs: about a tenth of a
+/// record's cost on its writer (`benches/records.rs`, under `perf`).
 const MAX_SPARE: usize = 64;
 
 /// How many ended containers the sink remembers (see [`LogSink::close_container`]).

@@ -213,7 +213,8 @@ struct TaskDescriptionRef<'a> {
 pub fn encode_task(t: &TaskLaunch) -> Result<Vec<u8>, String> {
     let slice = t.slice.as_deref();
     // Sized for the whole description at once: grown from empty, a tiny task's 181 bytes
-    // took several reallocations, a sixth of the launch's cost on the driver's thread.
+    // took several reallocations (2% of the driver's thread at 100,000 tiny tasks a job
+    // with records at WARN).
     let fixed = 64 + t.executor_id.len() + t.name.len();
     let mut out = Vec::with_capacity(fixed + t.binary.stage_bytes.len() + slice.map_or(0, <[u8]>::len));
     rmp_serde::encode::write(

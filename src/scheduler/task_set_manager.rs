@@ -914,7 +914,8 @@ impl TaskSetManager {
             host_racks,
             // Room for each task's first attempt at once: grown by doubling, the table was
             // copied and its new pages faulted in on the driver's thread as the set launched
-            // (4% of that thread at 100,000 tiny tasks a job); its final size is the same.
+            // (4% of that thread at 100,000 tiny tasks a job, records at WARN); its final
+            // size is the same.
             attempts: AttemptTable {
                 slots: Vec::with_capacity(num_tasks),
                 ..AttemptTable::default()
