@@ -140,19 +140,27 @@ pub struct Executor {
     pub cores: u32,
     pub spark_properties: Vec<(String, String)>,
     pool: TaskPool,
+    /// What the backend shares with its task threads, in one allocation: each task takes
+    /// one reference, not one per part (with a thousand executors in one process, each
+    /// executor's counts are cold in cache when its next task comes).
+    shared: Arc<TaskShare>,
+}
+
+/// The part of an executor its task threads hold while they run its tasks.
+struct TaskShare {
     handle: ExecutorHandle,
     /// Running tasks' tokens by task id (task threads remove their own).
-    running: Arc<DashMap<u64, CancelToken>>,
+    running: DashMap<u64, CancelToken>,
     /// Decommissioning: each task thread that ends asks the backend to check whether it can
     /// exit.
-    decommissioned: Arc<std::sync::atomic::AtomicBool>,
+    decommissioned: std::sync::atomic::AtomicBool,
 }
 
 impl Executor {
     /// Stops taking tasks and kills the running ones.
     fn stop(&self, reason: &str) {
         self.pool.shutdown();
-        for entry in self.running.iter() {
+        for entry in self.shared.running.iter() {
             entry.value().cancel(reason);
         }
     }
@@ -267,7 +275,7 @@ impl CoarseGrainedExecutorBackend {
         let (Some(receiver), Some(executor)) = (self.heartbeat_receiver(), &self.executor) else {
             return;
         };
-        let mut running: Vec<u64> = executor.running.iter().map(|e| *e.key()).collect();
+        let mut running: Vec<u64> = executor.shared.running.iter().map(|e| *e.key()).collect();
         running.sort_unstable();
         let heartbeat = Heartbeat {
             executor_id: self.args.executor_id.clone(),
@@ -327,6 +335,7 @@ impl CoarseGrainedExecutorBackend {
         self.decommissioned = true;
         if let Some(executor) = &self.executor {
             executor
+                .shared
                 .decommissioned
                 .store(true, std::sync::atomic::Ordering::SeqCst);
         }
@@ -350,7 +359,7 @@ impl CoarseGrainedExecutorBackend {
             return;
         }
         tracing::debug!("Checking to see if we can shutdown.");
-        let running = self.executor.as_ref().map_or(0, |e| e.running.len());
+        let running = self.executor.as_ref().map_or(0, |e| e.shared.running.len());
         if running == 0 {
             tracing::info!("No running tasks, no block migration configured, stopping.");
             self.exit_executor(ctx, 0, DECOMMISSION_FINISHED, true);
@@ -516,9 +525,11 @@ impl Handler<RegisteredExecutor> for CoarseGrainedExecutorBackend {
                 &format!("executor-{executor_id}-task"),
                 self.args.cores.max(1) as usize,
             ),
-            handle,
-            running: Arc::new(DashMap::new()),
-            decommissioned: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            shared: Arc::new(TaskShare {
+                handle,
+                running: DashMap::new(),
+                decommissioned: std::sync::atomic::AtomicBool::new(false),
+            }),
         });
         tracing::info!(
             cores = self.args.cores,
@@ -632,11 +643,15 @@ impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
             tracing::error!(task_id, "Launching a task while in decommissioned state.");
         }
         let token = self.me.cancel_token().child();
-        executor.running.insert(task_id, token.clone());
-        let (handle, running) = (executor.handle.clone(), executor.running.clone());
-        let decommissioned = executor.decommissioned.clone();
+        executor.shared.running.insert(task_id, token.clone());
+        let shared = executor.shared.clone();
         let job = Box::new(move || {
-            task_runner::run(desc, &handle, &token);
+            let TaskShare {
+                handle,
+                running,
+                decommissioned,
+            } = &*shared;
+            task_runner::run(desc, handle, &token);
             running.remove(&task_id);
             if decommissioned.load(std::sync::atomic::Ordering::SeqCst) {
                 let backend: EndpointRef<ExecutorProtocol> = handle.cluster.endpoint(&handle.executor_ref);
@@ -646,9 +661,9 @@ impl Handler<LaunchTask> for CoarseGrainedExecutorBackend {
             }
         });
         if executor.pool.execute(job).is_err() {
-            executor.running.remove(&task_id);
+            executor.shared.running.remove(&task_id);
             tracing::warn!(task_id, "Cannot run TID {task_id}: the executor is stopping");
-            let _ = executor.handle.driver.tell(StatusUpdate {
+            let _ = executor.shared.handle.driver.tell(StatusUpdate {
                 executor_id: executor.executor_id.clone(),
                 task_id,
                 state: TaskState::Killed,
@@ -670,7 +685,7 @@ impl Handler<KillTask> for CoarseGrainedExecutorBackend {
             self.exit_executor(ctx, 1, "Received KillTask command but executor was null", true);
             return;
         };
-        match executor.running.get(&msg.task_id) {
+        match executor.shared.running.get(&msg.task_id) {
             Some(token) => {
                 tracing::info!(
                     task_id = msg.task_id,
@@ -724,10 +739,10 @@ impl Handler<ReportTaskStatuses> for CoarseGrainedExecutorBackend {
             // A kept final update first: a task whose thread has sent (or dropped) its final
             // update is still in `running` until that thread has cleaned up, and reporting it
             // RUNNING then would leave the driver waiting for an update that never comes.
-            let update = if let Some(update) = executor.handle.recent.get(task_id) {
+            let update = if let Some(update) = executor.shared.handle.recent.get(task_id) {
                 resent += 1;
                 update
-            } else if executor.running.contains_key(&task_id) {
+            } else if executor.shared.running.contains_key(&task_id) {
                 running += 1;
                 StatusUpdate {
                     executor_id: executor.executor_id.clone(),
