@@ -69,12 +69,20 @@ fn contexts(id: &str, executor: u32) -> (Arc<LogCtx>, Arc<LogCtx>) {
 /// Writes `n` tasks' worth of records (four a task) from one thread.
 fn write_records(exec: &Arc<LogCtx>, driver: &Arc<LogCtx>, n: u64, executor: u32) {
     let host = format!("host{}", executor + 1);
+    let executor_id = executor.to_string();
     for tid in 0..n / 4 {
         let (stage_id, index) = (0u32, tid);
         sparkyard::logs::ctx::in_scope(driver, || {
+            // The fields the driver's records carry (`TaskSetManager`): the executor's id
+            // among them, which the driver's log context names otherwise.
             tracing::info!(
                 stage_id,
+                stage_attempt = 0u32,
                 task_id = tid,
+                index,
+                executor_id = executor_id.as_str(),
+                host = host.as_str(),
+                locality = "PROCESS_LOCAL",
                 "Starting task {index}.0 in stage {stage_id}.0 (TID {tid}) ({host}, executor {executor}, partition {index}, PROCESS_LOCAL, 181 bytes) taskResourceAssignments Map()"
             )
         });
@@ -94,8 +102,12 @@ fn write_records(exec: &Arc<LogCtx>, driver: &Arc<LogCtx>, n: u64, executor: u32
         });
         sparkyard::logs::ctx::in_scope(driver, || {
             tracing::info!(
+                executor_id = executor_id.as_str(),
                 stage_id,
                 task_id = tid,
+                stage_attempt = 0u32,
+                index,
+                host = host.as_str(),
                 "Finished task {index}.0 in stage {stage_id}.0 (TID {tid}) in 0 ms on {host} (executor {executor}) ({}/{n})",
                 tid + 1
             )

@@ -272,22 +272,42 @@ const CTX_ID_KEYS: [&str; 4] = ["app_id", "attempt", "container_id", "executor_i
 /// A log context's keys rendered once (`,"cluster":"c1","node":...`): every record of an
 /// actor repeats them, so its records copy these bytes instead of formatting them again.
 struct Rendered {
-    head: Vec<u8>,
-    ids: Vec<u8>,
+    head: RenderedKeys,
+    ids: RenderedKeys,
+}
+
+/// Some keys of a log context rendered in order, and where each one's part lies, so that a
+/// record naming one of them itself (a driver's task record names its `executor_id`) copies
+/// the others' parts still.
+struct RenderedKeys {
+    bytes: Vec<u8>,
+    /// The end of each key's part in `bytes` (a key the context lacks has an empty part).
+    ends: Vec<usize>,
+}
+
+impl RenderedKeys {
+    fn of(ctx: &LogCtx, keys: &[&str]) -> RenderedKeys {
+        let mut bytes = Vec::with_capacity(160);
+        let mut ends = Vec::with_capacity(keys.len());
+        for k in keys {
+            write_ctx_key(&mut bytes, ctx, k);
+            ends.push(bytes.len());
+        }
+        RenderedKeys { bytes, ends }
+    }
+
+    /// The part of the `i`th key.
+    fn part(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
 }
 
 impl Rendered {
     fn of(ctx: &LogCtx) -> Rendered {
-        let render = |keys: &[&str]| {
-            let mut out = Vec::with_capacity(160);
-            for k in keys {
-                write_ctx_key(&mut out, ctx, k);
-            }
-            out
-        };
         Rendered {
-            head: render(&CTX_HEAD_KEYS),
-            ids: render(&CTX_ID_KEYS),
+            head: RenderedKeys::of(ctx, &CTX_HEAD_KEYS),
+            ids: RenderedKeys::of(ctx, &CTX_ID_KEYS),
         }
     }
 }
@@ -386,18 +406,30 @@ impl Slots {
 }
 
 /// Writes the schema keys of slots `range` in order: a field of that name, else the log
-/// context's value. When no field names any of them, the context's part is `pre`, rendered
-/// once.
+/// context's value. `pre` is the context's part for these keys, rendered once: copied whole
+/// when no field names any of them, key by key otherwise.
 fn write_keys(
     out: &mut Vec<u8>,
     range: std::ops::Range<usize>,
     fields: &Fields,
     slots: &Slots,
     ctx: Option<&LogCtx>,
-    pre: Option<&[u8]>,
+    pre: Option<&RenderedKeys>,
 ) {
-    if let Some(pre) = pre.filter(|_| slots.at[range.clone()].iter().all(Option::is_none)) {
-        out.extend_from_slice(pre);
+    if let Some(pre) = pre.filter(|pre| pre.ends.len() == range.len()) {
+        if slots.at[range.clone()].iter().all(Option::is_none) {
+            out.extend_from_slice(&pre.bytes);
+            return;
+        }
+        for (i, slot) in range.enumerate() {
+            match slots.at[slot].and_then(|f| fields.fields.get(f as usize)) {
+                Some((k, v)) => {
+                    write_key(out, k);
+                    let _ = serde_json::to_writer(&mut *out, v);
+                }
+                None => out.extend_from_slice(pre.part(i)),
+            }
+        }
         return;
     }
     for slot in range {
@@ -481,8 +513,8 @@ fn write_record(
     let slots = Slots::of(fields);
     let head = HEADER_KEYS.len() - CTX_HEAD_KEYS.len()..HEADER_KEYS.len();
     let ids = HEADER_KEYS.len()..HEADER_KEYS.len() + CTX_ID_KEYS.len();
-    write_keys(out, head, fields, &slots, ctx, pre.map(|p| &p.head[..]));
-    write_keys(out, ids.clone(), fields, &slots, ctx, pre.map(|p| &p.ids[..]));
+    write_keys(out, head, fields, &slots, ctx, pre.map(|p| &p.head));
+    write_keys(out, ids.clone(), fields, &slots, ctx, pre.map(|p| &p.ids));
     // The other ids and the supervision fields come from the record only.
     write_keys(out, ids.end..SCHEMA_LEN, fields, &slots, None, None);
     for (i, (k, v)) in fields.fields.iter().enumerate() {
@@ -952,8 +984,13 @@ mod tests {
     fn a_context_rendered_once_gives_the_same_line_as_rendered_per_record() {
         assert_eq!(HEADER_KEYS[3..], CTX_HEAD_KEYS);
         assert_eq!(ID_KEYS[..CTX_ID_KEYS.len()], CTX_ID_KEYS);
-        let ctx = executor_ctx("c1", "1");
-        let pre = Rendered::of(&ctx);
+        let full = executor_ctx("c1", "1");
+        // A context without some keys: their parts are empty.
+        let partial = LogCtx {
+            attempt: None,
+            actor_type: None,
+            ..executor_ctx("c1", "1")
+        };
         let cases = [
             vec![
                 ("task_id", Value::Number(7.into())),
@@ -963,20 +1000,30 @@ mod tests {
                 ("executor_id", Value::String("2".into())),
                 ("stage_id", Value::Number(0.into())),
             ],
+            vec![
+                ("container_id", Value::String("container_9".into())),
+                ("attempt", Value::Number(2.into())),
+                ("node", Value::String("host9".into())),
+            ],
             vec![("actor", Value::String("/elsewhere".into()))],
             vec![],
         ];
-        for fields in cases {
+        let contexts = [&full, &partial];
+        for (ctx, fields) in contexts
+            .iter()
+            .flat_map(|c| cases.iter().map(move |f| (*c, f.clone())))
+        {
+            let pre = Rendered::of(ctx);
             let fields = Fields {
                 msg: "Running task 0.0 in stage 0.0 (TID 7)".into(),
                 fields,
             };
             let ts = SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_764_181_802_000_042);
             let (mut with, mut without) = (Vec::new(), Vec::new());
-            write_record(&mut with, ts, &Level::INFO, &fields, Some(&ctx), Some(&pre));
-            write_record(&mut without, ts, &Level::INFO, &fields, Some(&ctx), None);
+            write_record(&mut with, ts, &Level::INFO, &fields, Some(ctx), Some(&pre));
+            write_record(&mut without, ts, &Level::INFO, &fields, Some(ctx), None);
             assert_eq!(String::from_utf8_lossy(&with), String::from_utf8_lossy(&without));
-            let built = Value::Object(build_record(ts, &Level::INFO, fields_clone(&fields), Some(&ctx)));
+            let built = Value::Object(build_record(ts, &Level::INFO, fields_clone(&fields), Some(ctx)));
             assert_eq!(
                 serde_json::to_string(&built).unwrap(),
                 String::from_utf8(with).unwrap()
@@ -1006,8 +1053,9 @@ mod tests {
         let again = ctx.memo.rendered(&ctx);
         assert!(std::ptr::eq(first, again), "rendered once per context");
         let per_record = Rendered::of(&ctx);
-        assert_eq!(again.head, per_record.head);
-        assert_eq!(again.ids, per_record.ids);
+        assert_eq!(again.head.bytes, per_record.head.bytes);
+        assert_eq!(again.ids.bytes, per_record.ids.bytes);
+        assert_eq!(again.ids.ends, per_record.ids.ends);
         let fields = Fields {
             msg: "Running task 0.0 in stage 0.0 (TID 7)".into(),
             fields: vec![("task_id", Value::Number(7.into()))],
@@ -1025,8 +1073,8 @@ mod tests {
         other.executor_id = Some(Arc::from("2"));
         assert_eq!(other, executor_ctx("c1", "2"));
         let theirs = other.memo.rendered(&other);
-        assert_eq!(theirs.ids, Rendered::of(&other).ids);
-        assert_ne!(theirs.ids, per_record.ids);
+        assert_eq!(theirs.ids.bytes, Rendered::of(&other).ids.bytes);
+        assert_ne!(theirs.ids.bytes, per_record.ids.bytes);
     }
 
     #[test]
