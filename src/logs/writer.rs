@@ -13,6 +13,7 @@
 //! command line does, tests do not). The level filter (`RUST_LOG` or `--log-level`) applies
 //! to files and console alike.
 
+use std::cell::Cell;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::sync::{Arc, Once};
@@ -646,6 +647,8 @@ thread_local! {
     /// The thread's line buffer: a record is formatted into it, written, and it is kept.
     static LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     static CTX_CACHE: std::cell::RefCell<Option<CtxCache>> = const { std::cell::RefCell::new(None) };
+    /// The thread's record fields, kept between its records (see `on_event`).
+    static FIELDS: Cell<Option<Fields>> = const { Cell::new(None) };
 }
 
 impl CtxCache {
@@ -671,13 +674,32 @@ fn routes_itself(fields: &Fields) -> bool {
 
 impl<S: Subscriber> Layer<S> for JsonLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        // Sized for a task's record (a message of about a hundred bytes, up to eight fields),
-        // so recording it allocates once for each rather than growing.
-        let mut fields = Fields {
-            msg: String::with_capacity(160),
-            fields: Vec::with_capacity(8),
-        };
+        // The thread's buffers of its last record (none inside a record being written, or
+        // on a thread ending): sized for a task's record at first (a message of about a
+        // hundred bytes, up to eight fields), so recording one rarely allocates but for its
+        // string fields.
+        let mut fields = FIELDS
+            .try_with(Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Fields {
+                msg: String::with_capacity(160),
+                fields: Vec::with_capacity(8),
+            });
         event.record(&mut fields);
+        self.write_event(event, &fields);
+        // Kept for the thread's next record, unless a rare long one grew them.
+        if fields.msg.capacity() <= 4096 && fields.fields.capacity() <= 64 {
+            fields.msg.clear();
+            fields.fields.clear();
+            let _ = FIELDS.try_with(|f| f.set(Some(fields)));
+        }
+    }
+}
+
+impl JsonLayer {
+    /// Writes the record of `event`, whose fields are `fields`, in the current log context.
+    fn write_event(&self, event: &Event<'_>, fields: &Fields) {
         let log_ctx = ctx::current();
         match &log_ctx {
             Some(c) => {
@@ -693,7 +715,7 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
                     };
                     let sink = cache.link.sink.as_ref().and_then(std::sync::Weak::upgrade);
                     let before = sink::FileRoute::addr(&cache.link.route);
-                    self.emit(event, fields_take(&mut fields), Some(c), sink, Some(cache));
+                    self.emit(event, fields, Some(c), sink, Some(cache));
                     if before != sink::FileRoute::addr(&cache.link.route) {
                         // Found (or found again): the context's other writers take it too.
                         c.memo.set_route(cache.link.generation, &cache.link.route);
@@ -708,20 +730,13 @@ impl<S: Subscriber> Layer<S> for JsonLayer {
             None => self.emit(event, fields, None, None, None),
         }
     }
-}
 
-/// `f`'s contents, leaving it empty.
-fn fields_take(f: &mut Fields) -> Fields {
-    std::mem::take(f)
-}
-
-impl JsonLayer {
     /// Formats and writes one record: to its cluster's `sink` (through `cache`'s remembered
     /// file when the record's ids are its context's) and to the console.
     fn emit(
         &self,
         event: &Event<'_>,
-        fields: Fields,
+        fields: &Fields,
         ctx_ref: Option<&Arc<LogCtx>>,
         cluster_sink: Option<Arc<sink::LogSink>>,
         cache: Option<&mut CtxCache>,
@@ -732,7 +747,7 @@ impl JsonLayer {
             .as_ref()
             .map(|s| s.wall())
             .unwrap_or_else(SystemTime::now);
-        let actor = routing_id(&fields, ctx_ref, "actor");
+        let actor = routing_id(fields, ctx_ref, "actor");
         // A record whose line the process also prints on stderr itself (`printed = true`: the
         // spark-submit's "Exception in thread ..." line) goes to the files only, so the console
         // says it once.
@@ -765,22 +780,22 @@ impl JsonLayer {
             &mut line,
             ts,
             level,
-            &fields,
+            fields,
             ctx_ref,
             cache.as_ref().map(|c| c.ctx.memo.rendered(&c.ctx)),
         );
         // The JSON value is built only where it is needed: captured for tests, or shown as
         // a readable line on the console.
         let record = (captures || (console && self.console == Console::Human))
-            .then(|| Value::Object(build_record(ts, level, fields_clone(&fields), ctx_ref)));
+            .then(|| Value::Object(build_record(ts, level, fields_clone(fields), ctx_ref)));
         if let Some(s) = &cluster_sink {
             let (node, app, container) = (
-                routing_id(&fields, ctx_ref, "node"),
-                routing_id(&fields, ctx_ref, "app_id"),
-                routing_id(&fields, ctx_ref, "container_id"),
+                routing_id(fields, ctx_ref, "node"),
+                routing_id(fields, ctx_ref, "app_id"),
+                routing_id(fields, ctx_ref, "container_id"),
             );
             match cache {
-                Some(cache) if !routes_itself(&fields) => s.write_line_routed(
+                Some(cache) if !routes_itself(fields) => s.write_line_routed(
                     &mut cache.link.route,
                     node,
                     app,
