@@ -25,6 +25,11 @@
 //! [`WATCH_TICK`] wakes a worker for each job that waited a whole tick (a long task does
 //! not hold up the next one by more than about two ticks). With nothing running, a job
 //! wakes a worker at once.
+//!
+//! A job may leave a message to another process unwritten (a task's final status, see
+//! `runtime::deferred`), to go with the next job's first one: a worker writes such messages
+//! out before it looks for work or sleeps, and after a job once the oldest has waited
+//! `runtime::deferred::MAX_DEFERRAL`.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -428,6 +433,13 @@ impl Workers {
                 st = lock(&self.state);
                 continue;
             }
+            // Nothing to run: what the jobs left unwritten goes out before the thread waits.
+            if crate::runtime::deferred::has_deferred() {
+                drop(st);
+                crate::runtime::deferred::flush_deferred();
+                st = lock(&self.state);
+                continue;
+            }
             // Look for a moment before sleeping, without holding the lock, if the process
             // has a core to spare for it.
             if look && st.looking < self.looking_budget {
@@ -490,6 +502,9 @@ fn run_in(pool: Arc<Pool>, job: Job, average_ns: &AtomicU64) {
             };
             average_ns.store(new, Ordering::Relaxed);
         }
+        // A message the job left unwritten waits for the next job's first one, within a
+        // bound (a long next job would hold it back).
+        crate::runtime::deferred::flush_deferred_older_than(crate::runtime::deferred::MAX_DEFERRAL);
         next = pool.finished();
     }
 }
@@ -525,6 +540,28 @@ mod tests {
         got.sort();
         assert_eq!(got, (0..20).collect::<Vec<_>>());
         assert!(peak.load(Ordering::SeqCst) <= 2);
+    }
+
+    #[test]
+    fn what_a_job_left_unwritten_goes_out_before_its_thread_waits() {
+        use crate::runtime::deferred::{deferred, DeferredWrites};
+
+        struct Flushed(mpsc::Sender<()>);
+        impl DeferredWrites for Flushed {
+            fn flush(self: Arc<Self>) {
+                let _ = self.0.send(());
+            }
+        }
+        let pool = TaskPool::new("test-pool-deferred", 1);
+        let (tx, rx) = mpsc::channel();
+        pool.execute(Box::new(move || {
+            let queue: Arc<dyn DeferredWrites> = Arc::new(Flushed(tx));
+            deferred(&queue);
+        }))
+        .map_err(|_| ())
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the worker flushed the job's deferred writes");
     }
 
     #[test]

@@ -156,10 +156,16 @@ impl ExecutorHandle {
             data,
             task_cpus: cpus,
         };
-        if state.is_finished() {
+        // A final status may wait for this thread's next message to the driver (the next
+        // task's RUNNING, when tasks are short) and go with it in one write; the task pool
+        // flushes it before the thread waits (see `runtime::deferred`).
+        let told = if state.is_finished() {
             self.recent.remember(&update);
-        }
-        if self.driver.tell(update).is_err() {
+            self.driver.tell_deferred(update)
+        } else {
+            self.driver.tell(update)
+        };
+        if told.is_err() {
             tracing::warn!(
                 task_id,
                 state = state.as_str(),

@@ -20,6 +20,12 @@
 //!
 //! Frames go out in the order they were pushed: a sender that finds a write under way only
 //! appends, and a writer takes the pending bytes in order.
+//!
+//! A sender may also defer a frame ([`Outbox::push_deferred`]): it is queued in its place but
+//! starts no write, and goes out with the next frame pushed (by anyone), at
+//! [`Outbox::flush_deferred`], or when the outbox closes. An executor's task thread defers a
+//! task's final status so that the next task's RUNNING takes it along (`runtime::deferred`
+//! says who owes the flush).
 
 use std::future::Future;
 use std::io;
@@ -32,6 +38,7 @@ use tokio::sync::Notify;
 
 use super::auth::{Sealer, MAX_RECORD};
 use super::tcp::{encode_frame_into, TransportError};
+use crate::runtime::deferred::DeferredWrites;
 
 /// A buffer that grew past this while a burst went out is not kept for the next one.
 const KEEP_CAPACITY: usize = 1 << 20;
@@ -190,6 +197,32 @@ impl Outbox {
 
     /// Queues `frame`; starts a write if none is under way (see the module docs).
     pub fn push<T: Serialize>(self: &Arc<Self>, frame: &T, max: usize) -> Result<(), PushError> {
+        self.push_with(frame, max, true)
+    }
+
+    /// Queues `frame` without starting a write: it goes out with the next frame pushed, or
+    /// at [`Outbox::flush_deferred`], whichever comes first (see the module docs).
+    pub fn push_deferred<T: Serialize>(self: &Arc<Self>, frame: &T, max: usize) -> Result<(), PushError> {
+        self.push_with(frame, max, false)
+    }
+
+    /// Starts a write of the frames pending, if there are any and no write is under way.
+    pub fn flush_deferred(self: &Arc<Self>) {
+        let mut state = self.state();
+        if state.writing || state.pending_frames == 0 || state.failed.is_some() {
+            return;
+        }
+        state.writing = true;
+        drop(state);
+        self.start_writing();
+    }
+
+    fn push_with<T: Serialize>(
+        self: &Arc<Self>,
+        frame: &T,
+        max: usize,
+        write: bool,
+    ) -> Result<(), PushError> {
         let mut guard = self.state();
         let state = &mut *guard;
         if let Some(reason) = &state.failed {
@@ -212,7 +245,7 @@ impl Outbox {
         {
             state.close_record();
         }
-        if state.writing {
+        if state.writing || !write {
             return Ok(());
         }
         state.writing = true;
@@ -352,13 +385,16 @@ impl Outbox {
 
     /// No more frames will be pushed: [`Outbox::ended`] returns once the pending ones are
     /// written.
-    pub fn close(&self) {
+    pub fn close(self: &Arc<Self>) {
         let mut state = self.state();
         state.closing = true;
         let idle = state.idle();
         drop(state);
         if idle {
             self.ended.notify_one();
+        } else {
+            // Deferred frames go out now: nobody else may push to start their write.
+            self.flush_deferred();
         }
     }
 
@@ -386,6 +422,12 @@ impl Outbox {
             return 0;
         }
         state.pending_frames + state.taken_frames
+    }
+}
+
+impl DeferredWrites for Outbox {
+    fn flush(self: Arc<Self>) {
+        self.flush_deferred();
     }
 }
 
@@ -501,6 +543,50 @@ mod tests {
         wait_for("the frames written", || outbox.unwritten() == 0).await;
         assert_eq!(socket.writes().len(), 1);
         assert_eq!(frames_in(&socket.bytes()), (0..100).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_deferred_frame_goes_out_with_the_next_frame_or_at_a_flush() {
+        let socket = Arc::new(Recorder::default());
+        let outbox = attached(socket.clone(), None);
+        // Off the runtime, as an executor's task thread: the deferred frame is not written...
+        let sender = outbox.clone();
+        std::thread::spawn(move || {
+            sender.push_deferred(&1u32, 1 << 20).unwrap();
+            assert!(socket_untouched(&sender));
+            // ... until the thread's next frame, which takes it along in one write.
+            sender.push(&2u32, 1 << 20).unwrap();
+        })
+        .join()
+        .unwrap();
+        assert_eq!(socket.writes().len(), 1, "both frames in one write");
+        assert_eq!(frames_in(&socket.bytes()), vec![1, 2]);
+        // A deferred frame with no frame after it goes out at the flush.
+        let sender = outbox.clone();
+        std::thread::spawn(move || {
+            sender.push_deferred(&3u32, 1 << 20).unwrap();
+            sender.push_deferred(&4u32, 1 << 20).unwrap();
+            assert_eq!(sender.unwritten(), 2);
+            sender.flush_deferred();
+        })
+        .join()
+        .unwrap();
+        assert_eq!(socket.writes().len(), 2);
+        assert_eq!(frames_in(&socket.bytes()), vec![1, 2, 3, 4]);
+        // Closing writes what was deferred before the outbox ends.
+        outbox.push_deferred(&5u32, 1 << 20).unwrap();
+        outbox.close();
+        tokio::time::timeout(Duration::from_secs(10), outbox.ended())
+            .await
+            .expect("the outbox ends within 10 s")
+            .unwrap();
+        assert_eq!(frames_in(&socket.bytes()), vec![1, 2, 3, 4, 5]);
+    }
+
+    /// Nothing of the outbox's pending frames was written yet.
+    fn socket_untouched(outbox: &Arc<Outbox>) -> bool {
+        let state = outbox.state();
+        !state.writing && state.pending_frames == 1
     }
 
     #[tokio::test]

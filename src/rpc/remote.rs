@@ -45,6 +45,7 @@ use tokio::sync::{oneshot, watch};
 use super::auth::{self, Keyring, Principal, Sealer, SecureRead, SecureWrite};
 use super::outbox::{Outbox, PushError};
 use super::tcp::{encode_frame, FrameReader, ServerLimits, MAGIC, MAX_FRAME_BYTES};
+use crate::runtime::deferred::{deferred, DeferredWrites};
 use crate::runtime::remote::{deliver, Origin, RemoteLink, RemoteMessage, RemoteReply, ReplyFuture};
 use crate::runtime::{ActorPath, Cluster};
 
@@ -450,7 +451,17 @@ fn into_socket(
 /// Queues `frame`; a frame that cannot be encoded is answered (an ask's reply becomes the
 /// reason) or dropped with a record. The error: the connection is closed, and why.
 fn queue(outbox: &Arc<Outbox>, frame: &Frame) -> Result<(), String> {
-    let e = match outbox.push(frame, MAX_FRAME_BYTES) {
+    queue_with(outbox, frame, true)
+}
+
+/// [`queue`], leaving the frame unwritten (`write` false) until the next frame or a flush.
+fn queue_with(outbox: &Arc<Outbox>, frame: &Frame, write: bool) -> Result<(), String> {
+    let pushed = if write {
+        outbox.push(frame, MAX_FRAME_BYTES)
+    } else {
+        outbox.push_deferred(frame, MAX_FRAME_BYTES)
+    };
+    let e = match pushed {
         Ok(()) => return Ok(()),
         Err(PushError::Closed(reason)) => return Err(reason),
         Err(PushError::Encode(e)) => e,
@@ -808,6 +819,15 @@ impl RemoteLink for TcpLink {
         let conn = self.conn()?;
         queue(&conn.outbox, &Frame::Tell(message))
             .map_err(|_| format!("the connection to {} is closed", self.addr))
+    }
+
+    fn tell_deferred(&self, message: RemoteMessage) -> Result<(), String> {
+        let conn = self.conn()?;
+        queue_with(&conn.outbox, &Frame::Tell(message), false)
+            .map_err(|_| format!("the connection to {} is closed", self.addr))?;
+        let writes: Arc<dyn DeferredWrites> = conn.outbox.clone();
+        deferred(&writes);
+        Ok(())
     }
 
     fn peer(&self) -> String {

@@ -181,7 +181,7 @@ impl<P: Protocol> EndpointRef<P> {
     /// [`tell`](Self::tell) to an actor of another process: encoded and sent over the
     /// route's link; a failure on the way is logged, as a lost message on a network is not
     /// seen by its sender.
-    fn tell_remote<M>(&self, link: Arc<dyn RemoteLink>, msg: M) -> Result<(), LookupError>
+    fn tell_remote<M>(&self, link: Arc<dyn RemoteLink>, msg: M, defer: bool) -> Result<(), LookupError>
     where
         P: Carries<M>,
         M: Message + Send + 'static,
@@ -205,7 +205,13 @@ impl<P: Protocol> EndpointRef<P> {
             }
             Some(Ok(body)) => body,
         };
-        if let Err(e) = link.tell(self.remote_message::<M>(body, None)) {
+        let message = self.remote_message::<M>(body, None);
+        let told = if defer {
+            link.tell_deferred(message)
+        } else {
+            link.tell(message)
+        };
+        if let Err(e) = told {
             tracing::warn!(
                 to = self.to.as_str(),
                 peer = link.peer(),
@@ -232,9 +238,30 @@ impl<P: Protocol> EndpointRef<P> {
         M: Message + Send + 'static,
         M::Result: Send,
     {
+        self.tell_with(msg, false)
+    }
+
+    /// [`tell`](Self::tell), but a message to another process may be left unwritten until
+    /// this thread sends again on that link or flushes (see [`super::deferred`]); one to an
+    /// actor of this process is delivered at once.
+    pub fn tell_deferred<M>(&self, msg: M) -> Result<(), LookupError>
+    where
+        P: Carries<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
+        self.tell_with(msg, true)
+    }
+
+    fn tell_with<M>(&self, msg: M, defer: bool) -> Result<(), LookupError>
+    where
+        P: Carries<M>,
+        M: Message + Send + 'static,
+        M::Result: Send,
+    {
         match self.route() {
             Route::Deliver => match self.cluster.remote_link(&self.to) {
-                Some(link) => self.tell_remote(link, msg),
+                Some(link) => self.tell_remote(link, msg, defer),
                 None => self
                     .cluster
                     .registry()
@@ -258,7 +285,7 @@ impl<P: Protocol> EndpointRef<P> {
                 self.cluster.spawn_task(async move {
                     this.cluster.clock().sleep_until(deadline).await;
                     if let Some(link) = this.cluster.remote_link(&this.to) {
-                        let _ = this.tell_remote(link, msg);
+                        let _ = this.tell_remote(link, msg, false);
                         return;
                     }
                     let _ = this

@@ -20,6 +20,7 @@ pub mod cancel;
 pub mod cell;
 pub mod clock;
 pub mod cluster;
+pub mod deferred;
 pub mod endpoint;
 pub mod exit;
 pub mod fault;

@@ -96,6 +96,12 @@ pub trait RemoteLink: Send + Sync + 'static {
     /// Sends the tell `message` without waiting; an error says the link is known to be
     /// broken (a message lost on the way is not seen by its sender, as on a network).
     fn tell(&self, message: RemoteMessage) -> Result<(), String>;
+    /// [`tell`](Self::tell), left unwritten until this thread's next send on the link or
+    /// its next [`flush_deferred`](super::deferred::flush_deferred) (see
+    /// [`super::deferred`]). A link that writes nothing later sends at once.
+    fn tell_deferred(&self, message: RemoteMessage) -> Result<(), String> {
+        self.tell(message)
+    }
     /// The other end, as errors name it (`127.0.0.1:7077`).
     fn peer(&self) -> String;
     /// Whether everything sent over it has been written out (or can no longer be): a
