@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -181,6 +181,23 @@ impl TaskPool {
         lock(&workers().state).idle.len()
     }
 
+    /// Whether the process's jobs have lately been short (under [`SHORT_JOB`] on average).
+    pub fn jobs_are_short() -> bool {
+        workers().average_job_ns.load(Ordering::Relaxed) < SHORT_JOB.as_nanos() as u64
+    }
+
+    /// Makes sure the watcher ticks, so that what a task thread handed over
+    /// (`runtime::deferred::hand_over`) is written out within a tick; false if it cannot
+    /// (then the caller writes it out itself).
+    pub fn watch_handed_over() -> bool {
+        let workers = workers();
+        if workers.watch_ticking.load(Ordering::SeqCst) {
+            return true;
+        }
+        let mut st = lock(&workers.state);
+        workers.watch_started(&mut st)
+    }
+
     /// Jobs of this pool running or handed to a worker now.
     pub fn running(&self) -> usize {
         lock(&self.pool.state).running
@@ -233,6 +250,9 @@ struct Workers {
     running: AtomicUsize,
     /// Where the watcher sleeps while no job waits.
     watch: Condvar,
+    /// `WorkersState::watching`, readable without the lock (a task thread that handed its
+    /// deferred messages over checks that the watcher ticks to write them out).
+    watch_ticking: AtomicBool,
     /// The recent jobs' average run time in nanoseconds (a moving average, 1/8 weight to
     /// each new job): tells short jobs from long ones.
     average_job_ns: AtomicU64,
@@ -250,6 +270,7 @@ fn workers() -> &'static Workers {
         started: AtomicUsize::new(0),
         running: AtomicUsize::new(0),
         watch: Condvar::new(),
+        watch_ticking: AtomicBool::new(false),
         average_job_ns: AtomicU64::new(u64::MAX),
     })
 }
@@ -366,6 +387,7 @@ impl Workers {
             st.watcher_started = true;
         }
         st.watching = true;
+        self.watch_ticking.store(true, Ordering::SeqCst);
         self.watch.notify_one();
         true
     }
@@ -377,11 +399,19 @@ impl Workers {
         let mut quiet = 0u32;
         loop {
             std::thread::sleep(WATCH_TICK);
+            // What task threads handed over while running their tasks goes out at each tick.
+            let handed = crate::runtime::deferred::flush_handed_over();
             let mut st = lock(&self.state);
             if st.jobs.is_empty() {
-                quiet += 1;
+                quiet = if handed { 0 } else { quiet + 1 };
                 if quiet >= WATCH_QUIET_TICKS {
                     st.watching = false;
+                    self.watch_ticking.store(false, Ordering::SeqCst);
+                    // Handed over before the flag fell: written now (after it, the task
+                    // thread saw the watcher asleep and wrote its messages itself).
+                    drop(st);
+                    crate::runtime::deferred::flush_handed_over();
+                    st = lock(&self.state);
                     while !st.watching {
                         st = self
                             .watch
@@ -562,6 +592,35 @@ mod tests {
         .unwrap();
         rx.recv_timeout(Duration::from_secs(10))
             .expect("the worker flushed the job's deferred writes");
+    }
+
+    #[test]
+    fn what_a_job_hands_over_goes_out_within_a_tick_while_the_job_still_runs() {
+        use crate::runtime::deferred::{deferred, hand_over, DeferredWrites};
+
+        struct Flushed(Mutex<mpsc::Sender<()>>);
+        impl DeferredWrites for Flushed {
+            fn flush(self: Arc<Self>) {
+                let _ = lock(&self.0).send(());
+            }
+        }
+        let pool = TaskPool::new("test-pool-handed", 1);
+        let (tx, rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel();
+        pool.execute(Box::new(move || {
+            let queue: Arc<dyn DeferredWrites> = Arc::new(Flushed(Mutex::new(tx)));
+            deferred(&queue);
+            hand_over();
+            assert!(TaskPool::watch_handed_over(), "the watcher ticks");
+            // The job's own thread is busy until the message is out: the watcher wrote it.
+            let _ = done_tx.send(rx.recv_timeout(Duration::from_secs(10)).is_ok());
+        }))
+        .map_err(|_| ())
+        .unwrap();
+        assert!(
+            done_rx.recv_timeout(Duration::from_secs(20)).unwrap(),
+            "the watcher wrote out what the running job handed over"
+        );
     }
 
     #[test]

@@ -17,12 +17,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::block_store::BlockStore;
+use super::task_pool::TaskPool;
 use crate::logs::ctx::{LogCtx, LogScope};
 use crate::rdd::{
     self, BarrierMethod, FetchFailure, ShuffleId, Slice, TaskContext as _, TaskError, TaskOutput,
 };
 use crate::rpc::EndpointRef;
 use crate::runtime::blocking::block_on;
+use crate::runtime::deferred;
 use crate::runtime::{ActorPath, CancelToken, Cluster};
 use crate::scheduler::barrier_coordinator::BarrierCoordinatorProtocol;
 use crate::scheduler::barrier_coordinator::{RequestToSync, BARRIER_COORDINATOR_SEGMENT};
@@ -156,12 +158,22 @@ impl ExecutorHandle {
             data,
             task_cpus: cpus,
         };
-        // A final status may wait for this thread's next message to the driver (the next
-        // task's RUNNING, when tasks are short) and go with it in one write; the task pool
-        // flushes it before the thread waits (see `runtime::deferred`).
+        // A final status may wait for this thread's next message to the driver and go with
+        // it in one write; the task pool writes it out before the thread waits. When tasks
+        // have lately been short a RUNNING waits too, handed to the pool's watcher, which
+        // writes it out within a tick if the task turns out long (see `runtime::deferred`).
         let told = if state.is_finished() {
             self.recent.remember(&update);
             self.driver.tell_deferred(update)
+        } else if TaskPool::jobs_are_short() {
+            let told = self.driver.tell_deferred(update);
+            if deferred::has_deferred() {
+                deferred::hand_over();
+                if !TaskPool::watch_handed_over() {
+                    deferred::flush_handed_over();
+                }
+            }
+            told
         } else {
             self.driver.tell(update)
         };

@@ -12,11 +12,18 @@
 //! (the task pool flushes before a worker looks for work or sleeps, and after a task when
 //! the oldest deferred frame is older than [`MAX_DEFERRAL`]).
 //!
+//! A thread about to be busy for a time it cannot tell (an executor's task thread that
+//! reported a task RUNNING and is about to run it) may [`hand_over`] what it left unwritten
+//! to the process's flusher, which calls [`flush_handed_over`] at every tick: the task pool's
+//! watcher, every half millisecond while it ticks. So when tasks have lately been short a
+//! task's RUNNING waits too, and a run of short tasks reports in batches, while a task that
+//! turns out long delays its RUNNING by about a tick.
+//!
 //! Sends to actors of the same process are never deferred: `tell_deferred` delivers them at
 //! once, as `tell` does.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a deferred frame may wait for its thread's next send before the thread writes
@@ -42,6 +49,13 @@ thread_local! {
             since: None,
         })
     };
+}
+
+/// What threads handed over, for the flusher's next tick.
+static HANDED: Mutex<Vec<Arc<dyn DeferredWrites>>> = Mutex::new(Vec::new());
+
+fn handed() -> std::sync::MutexGuard<'static, Vec<Arc<dyn DeferredWrites>>> {
+    HANDED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The transport's side: this thread left a frame unwritten in `queue`.
@@ -78,6 +92,36 @@ pub fn flush_deferred_older_than(bound: Duration) {
 /// Whether this thread has left anything unwritten.
 pub fn has_deferred() -> bool {
     DEFERRED.with(|d| !d.borrow().queues.is_empty())
+}
+
+/// Hands what this thread left unwritten to the process's flusher too (see the module
+/// docs); the thread still writes it out itself before it waits. The caller must then make
+/// sure the flusher ticks, or call [`flush_handed_over`] itself; the fence orders this
+/// hand-over before the caller's look at the flusher.
+pub fn hand_over() {
+    let queues = DEFERRED.with(|d| d.borrow().queues.clone());
+    if queues.is_empty() {
+        return;
+    }
+    let mut handed = handed();
+    for queue in queues {
+        if !handed.iter().any(|q| Arc::ptr_eq(q, &queue)) {
+            handed.push(queue);
+        }
+    }
+    drop(handed);
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The flusher's tick: writes out everything handed over; answers whether there was any.
+pub fn flush_handed_over() -> bool {
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    let queues = std::mem::take(&mut *handed());
+    let any = !queues.is_empty();
+    for queue in queues {
+        queue.flush();
+    }
+    any
 }
 
 #[cfg(test)]
@@ -119,5 +163,24 @@ mod tests {
         assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (1, 1));
         flush_deferred();
         assert_eq!(a.0.load(Ordering::SeqCst), 1, "nothing left to flush");
+    }
+
+    #[test]
+    fn what_a_thread_hands_over_is_flushed_by_another_once() {
+        let c = Arc::new(Counter::default());
+        let q: Arc<dyn DeferredWrites> = c.clone();
+        std::thread::spawn(move || {
+            deferred(&q);
+            hand_over();
+            hand_over();
+            assert!(has_deferred(), "the thread still writes it out before it waits");
+        })
+        .join()
+        .unwrap();
+        // The task pool's watcher of another test may flush it first: once, whoever does.
+        flush_handed_over();
+        assert_eq!(c.0.load(Ordering::SeqCst), 1);
+        flush_handed_over();
+        assert_eq!(c.0.load(Ordering::SeqCst), 1);
     }
 }
