@@ -29,7 +29,10 @@
 //! A job may leave a message to another process unwritten (a task's final status, see
 //! `runtime::deferred`), to go with the next job's first one: a worker writes such messages
 //! out before it looks for work or sleeps, and after a job once the oldest has waited
-//! `runtime::deferred::MAX_DEFERRAL`.
+//! `runtime::deferred::MAX_DEFERRAL`. A job about to run for a time it cannot tell (a task
+//! that deferred its RUNNING while jobs were short) hands them to the watcher, which writes
+//! out what was handed over at every tick and ticks while anything is
+//! ([`TaskPool::watch_handed_over`]).
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
