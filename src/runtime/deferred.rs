@@ -99,18 +99,22 @@ pub fn has_deferred() -> bool {
 /// sure the flusher ticks, or call [`flush_handed_over`] itself; the fence orders this
 /// hand-over before the caller's look at the flusher.
 pub fn hand_over() {
-    let queues = DEFERRED.with(|d| d.borrow().queues.clone());
-    if queues.is_empty() {
-        return;
-    }
-    let mut handed = handed();
-    for queue in queues {
-        if !handed.iter().any(|q| Arc::ptr_eq(q, &queue)) {
-            handed.push(queue);
+    let any = DEFERRED.with(|d| {
+        let d = d.borrow();
+        if d.queues.is_empty() {
+            return false;
         }
+        let mut handed = handed();
+        for queue in &d.queues {
+            if !handed.iter().any(|q| Arc::ptr_eq(q, queue)) {
+                handed.push(queue.clone());
+            }
+        }
+        true
+    });
+    if any {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
-    drop(handed);
-    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
 
 /// The flusher's tick: writes out everything handed over; answers whether there was any.
