@@ -9,6 +9,9 @@
 #   part  tiny (jobs -- throughput), flat (jobs -- flatness), mem (memory 1000000),
 #         wc (data -- wordcount), pi (data -- pi), seed (jobs -- mapcount),
 #         tcp (processes -- throughput-plain); default: all
+#         ceiling (plumbing, then plumbing tcp: the tiny-task cycle with the schedulers
+#         taken out, the most the tiny and tcp targets could reach; not a target itself,
+#         so named only)
 #
 # Builds the benches first (release, with `--locked`). Run it on a machine with nothing else
 # running: figures are wall times, the load average is printed so a reader can tell.
@@ -41,7 +44,7 @@ for line in sys.stdin:
         print(m["target"]["name"], m["executable"])
 ')
 
-for b in jobs data memory processes; do
+for b in jobs data memory processes plumbing; do
     if [ -z "${bin[$b]:-}" ]; then
         echo "bench-targets: the bench '$b' was not built (cargo bench --locked --no-run failed?)" >&2
         exit 1
@@ -58,8 +61,12 @@ run_part() {
         pi) "${bin[data]}" pi --bench 2>&1 | grep -E "SparkPi" ;;
         seed) "${bin[jobs]}" mapcount --bench 2>&1 | grep -E "seed job|MapCount" ;;
         tcp) "${bin[processes]}" throughput-plain --bench 2>&1 | grep -E "tasks/s|CPU" ;;
+        ceiling)
+            "${bin[plumbing]}" --bench 2>&1 | grep -E "tasks/s" | sed "s/^/in process: /"
+            "${bin[plumbing]}" tcp --bench 2>&1 | grep -E "tasks/s" | sed "s/^/over TCP: /"
+            ;;
         *)
-            echo "bench-targets: unknown part '$1' (tiny, flat, mem, wc, pi, seed, tcp)" >&2
+            echo "bench-targets: unknown part '$1' (tiny, flat, mem, wc, pi, seed, tcp, ceiling)" >&2
             return 1
             ;;
     esac
