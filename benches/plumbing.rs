@@ -27,6 +27,10 @@
 
 sparkyard::global_allocator!();
 
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::cpu_time;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -246,18 +250,6 @@ sparkyard::speaks!(Driver: DriverProtocol);
 fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     (v[v.len() / 2], v[0], v[v.len() - 1])
-}
-
-/// The process's CPU time so far (user + system, every thread's).
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes the struct it is given; RUSAGE_SELF is a valid `who`.
-    let usage = unsafe {
-        let mut usage = std::mem::zeroed::<libc::rusage>();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// The executors' root: `/execs/executor-N`; the driver is `/bench/driver`.

@@ -11,6 +11,10 @@
 
 sparkyard::global_allocator!();
 
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::cpu_time;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,18 +25,6 @@ use sparkyard::logs::{Console, LogCtx, LogIds, LogInit};
 const RECORDS: u64 = 200_000;
 /// Timed runs per figure.
 const RUNS: usize = 7;
-
-/// The process's CPU time so far (user + system, every thread's, those ended included).
-fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes the struct it is given; RUSAGE_SELF is a valid `who`.
-    let usage = unsafe {
-        let mut usage = std::mem::zeroed::<libc::rusage>();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
 
 /// The log contexts of an executor's backend and of the driver's endpoint, in cluster `id`.
 fn contexts(id: &str, executor: u32) -> (Arc<LogCtx>, Arc<LogCtx>) {
