@@ -214,7 +214,6 @@ impl Handler<StatusUpdate> for Driver {
         if !msg.finished {
             return;
         }
-        self.finished += 1;
         let tid = msg.task_id;
         let Some(executor) = msg.executor_id.parse::<u32>().ok().filter(|e| *e < EXECUTORS) else {
             tracing::warn!(
@@ -224,6 +223,7 @@ impl Handler<StatusUpdate> for Driver {
             );
             return;
         };
+        self.finished += 1;
         let host = format!("host{}", executor + 1);
         tracing::info!(
             executor_id = executor,
